@@ -1,0 +1,14 @@
+"""jaxfric: differentiable simulation of mechanisms with exact Coulomb stick-slip
+and dynamic friction models, in JAX."""
+
+from . import forces as forces, friction as friction, systems as systems
+from .friction import (
+    Coulomb as Coulomb,
+    CoulombViscous as CoulombViscous,
+    Karnopp as Karnopp,
+    Kikuuwe as Kikuuwe,
+    Stribeck as Stribeck,
+)
+from .simulate import RESULTS as RESULTS, Solution as Solution, simulate as simulate
+
+__version__ = "0.1.0"

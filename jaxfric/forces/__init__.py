@@ -1,0 +1,8 @@
+"""Applied forces and controllers."""
+
+from ._base import (
+    AbstractForce as AbstractForce,
+    AbstractStatelessForce as AbstractStatelessForce,
+    Constant as Constant,
+    FunctionForce as FunctionForce,
+)

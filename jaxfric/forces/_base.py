@@ -1,0 +1,70 @@
+"""Applied forces ``τ(t, q, q̇, x)``: open-loop inputs and controllers.
+
+A force may carry its own state ``x`` (a controller's integrator), which joins
+the ODE state of the simulation. Forces return one value per generalised
+coordinate (N or N·m); a scalar is broadcast to every coordinate by `simulate`.
+"""
+
+import abc
+from collections.abc import Callable
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from .._types import State, Vector
+
+
+class AbstractForce(eqx.Module):
+    """Base of applied forces and controllers."""
+
+    @abc.abstractmethod
+    def init_state(self, q0: Vector, qd0: Vector) -> State:
+        """Initial internal state ``x(t0)`` (shape ``(0,)`` for stateless forces)."""
+
+    @abc.abstractmethod
+    def state_derivative(self, t, q: Vector, qd: Vector, state: State) -> State:
+        """``ẋ`` of the internal state."""
+
+    @abc.abstractmethod
+    def force(self, t, q: Vector, qd: Vector, state: State) -> Float[Array, "*dof"]:
+        """Applied generalised force ``τ``, N or N·m."""
+
+
+class AbstractStatelessForce(AbstractForce):
+    """A force with no internal state: subclasses implement ``__call__(t, q, qd)``."""
+
+    @abc.abstractmethod
+    def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
+        """Applied generalised force ``τ(t, q, q̇)``, N or N·m."""
+
+    def init_state(self, q0, qd0) -> State:
+        return jnp.zeros((0,), dtype=jnp.result_type(float))
+
+    def state_derivative(self, t, q, qd, state) -> State:
+        return state
+
+    def force(self, t, q, qd, state):
+        return self(t, q, qd)
+
+
+class FunctionForce(AbstractStatelessForce):
+    """Any JAX-traceable callable ``fn(t, q, qd) -> τ`` as an applied force.
+
+    Parameters the callable closes over are constants to `simulate`; to
+    differentiate with respect to them, write an `eqx.Module` force instead.
+    """
+
+    fn: Callable
+
+    def __call__(self, t, q, qd):
+        return self.fn(t, q, qd)
+
+
+class Constant(AbstractStatelessForce):
+    """A constant applied force ``τ = value`` (N or N·m, scalar or per coordinate)."""
+
+    value: Float[Array, "..."] = eqx.field(converter=lambda v: jnp.asarray(v, float))
+
+    def __call__(self, t, q, qd):
+        return self.value

@@ -1,0 +1,15 @@
+"""Friction laws (strategy objects for `jaxfric.simulate`)."""
+
+from ._base import (
+    AbstractDynamicLaw as AbstractDynamicLaw,
+    AbstractFrictionLaw as AbstractFrictionLaw,
+    AbstractSetValuedLaw as AbstractSetValuedLaw,
+    AbstractSmoothLaw as AbstractSmoothLaw,
+)
+from ._coulomb import (
+    Coulomb as Coulomb,
+    CoulombViscous as CoulombViscous,
+    Stribeck as Stribeck,
+)
+from ._karnopp import Karnopp as Karnopp
+from ._kikuuwe import Kikuuwe as Kikuuwe

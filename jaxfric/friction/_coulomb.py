@@ -1,0 +1,144 @@
+"""Coulomb-type laws: set-valued at zero velocity, simulated exactly by the switch
+path (Farhat et al. 2010, Sec. 4)."""
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array
+
+from .._check import as_float, check_broadcastable, check_ge, check_range
+from .._types import Float, SlipVector
+from ._base import AbstractSetValuedLaw
+
+
+def _positive_power(x, p):
+    """``x**p`` for ``x >= 0`` whose gradient (also w.r.t. ``p``) is finite at 0."""
+    positive = x > 0
+    safe = jnp.where(positive, x, 1.0)  # ln(0) in d/dp x**p would give NaN
+    return jnp.where(positive, safe**p, 0.0)
+
+
+class Coulomb(AbstractSetValuedLaw):
+    """Coulomb friction with an optional static (breakaway) level.
+
+    ``f = fc·d`` while slipping in direction ``d = ±1``; a stuck element holds any
+    force in ``[-fs, fs]`` (Farhat et al. 2010, Eq. 4 with ``Fv = 0``; Karnopp 1985,
+    breakaway ``FH`` above the slip level ``FC``).
+
+    Args:
+        fc: kinetic (slip) Coulomb level, N or N·m, ``>= 0``.
+        fs: static limit, N or N·m, ``>= fc``; defaults to `fc`.
+    """
+
+    fc: Float[Array, "..."] = eqx.field(converter=as_float)
+    fs: Float[Array, "..."] = eqx.field(converter=as_float)
+
+    def __init__(self, fc, fs=None):
+        self.fc = fc
+        self.fs = fc if fs is None else fs
+
+    def __check_init__(self):
+        check_broadcastable({"fc": self.fc, "fs": self.fs})
+        check_range("fc", self.fc, lower=0.0)
+        check_range("fs", self.fs, lower=0.0)
+        check_ge("fs", self.fs, "fc", self.fc)
+
+    def slip_force(self, slip_velocity, direction) -> SlipVector:
+        return self.fc * jnp.asarray(direction) + 0.0 * jnp.asarray(slip_velocity)
+
+    def breakaway(self, direction) -> SlipVector:
+        return jnp.broadcast_to(self.fs, jnp.shape(direction)).astype(float)
+
+
+class CoulombViscous(AbstractSetValuedLaw):
+    """Asymmetric Coulomb + viscous friction, Farhat et al. 2010, Eq. 4 and 8.
+
+    ``f = fc_pos + fv_pos·v`` while slipping forward, ``f = −fc_neg + fv_neg·v``
+    while slipping backward; stuck elements hold ``−fc_neg <= f <= fc_pos``.
+
+    Args:
+        fc_pos: Coulomb level for positive motion ``F_c^+``, N or N·m, ``>= 0``.
+        fc_neg: Coulomb level for negative motion ``F_c^-`` (a magnitude), ``>= 0``.
+        fv_pos: viscous coefficient for positive motion, N·s/m or N·m·s/rad, ``>= 0``.
+        fv_neg: viscous coefficient for negative motion, ``>= 0``.
+    """
+
+    fc_pos: Float[Array, "..."] = eqx.field(converter=as_float)
+    fc_neg: Float[Array, "..."] = eqx.field(converter=as_float)
+    fv_pos: Float[Array, "..."] = eqx.field(converter=as_float, default=0.0)
+    fv_neg: Float[Array, "..."] = eqx.field(converter=as_float, default=0.0)
+
+    def __check_init__(self):
+        check_broadcastable(
+            {
+                "fc_pos": self.fc_pos,
+                "fc_neg": self.fc_neg,
+                "fv_pos": self.fv_pos,
+                "fv_neg": self.fv_neg,
+            }
+        )
+        for name in ("fc_pos", "fc_neg", "fv_pos", "fv_neg"):
+            check_range(name, getattr(self, name), lower=0.0)
+
+    def slip_force(self, slip_velocity, direction) -> SlipVector:
+        v = jnp.asarray(slip_velocity)
+        forward = jnp.asarray(direction) > 0
+        return jnp.where(
+            forward, self.fc_pos + self.fv_pos * v, -self.fc_neg + self.fv_neg * v
+        )
+
+    def breakaway(self, direction) -> SlipVector:
+        forward = jnp.asarray(direction) > 0
+        return jnp.where(forward, self.fc_pos, self.fc_neg) + 0.0 * jnp.asarray(
+            direction, dtype=float
+        )
+
+
+class Stribeck(AbstractSetValuedLaw):
+    """Coulomb + Stribeck + viscous friction (Armstrong-Hélouvry; the static map
+    ``g(v)`` of LuGre, Canudas de Wit et al. 1995, and of the MotionSolve text).
+
+    ``f = d·(fc + (fs − fc)·exp(−|v/vs|^delta)) + fv·v`` while slipping in
+    direction ``d``; a stuck element holds any force in ``[−fs, fs]``.
+
+    Args:
+        fc: Coulomb (kinetic) level, N or N·m, ``>= 0``.
+        fs: static level, N or N·m, ``>= fc``.
+        vs: Stribeck velocity, m/s or rad/s, ``> 0``.
+        fv: viscous coefficient, N·s/m or N·m·s/rad, ``>= 0``.
+        delta: Stribeck shape exponent, ``> 0`` (2 is Gaussian).
+    """
+
+    fc: Float[Array, "..."] = eqx.field(converter=as_float)
+    fs: Float[Array, "..."] = eqx.field(converter=as_float)
+    vs: Float[Array, "..."] = eqx.field(converter=as_float)
+    fv: Float[Array, "..."] = eqx.field(converter=as_float, default=0.0)
+    delta: Float[Array, "..."] = eqx.field(converter=as_float, default=2.0)
+
+    def __check_init__(self):
+        check_broadcastable(
+            {
+                "fc": self.fc,
+                "fs": self.fs,
+                "vs": self.vs,
+                "fv": self.fv,
+                "delta": self.delta,
+            }
+        )
+        check_range("fc", self.fc, lower=0.0)
+        check_range("fs", self.fs, lower=0.0)
+        check_ge("fs", self.fs, "fc", self.fc)
+        check_range("vs", self.vs, lower=0.0, lower_open=True)
+        check_range("fv", self.fv, lower=0.0)
+        check_range("delta", self.delta, lower=0.0, lower_open=True)
+
+    def stribeck_curve(self, slip_velocity) -> SlipVector:
+        """``g(v) = fc + (fs − fc)·exp(−|v/vs|^delta)``, N or N·m (>= 0)."""
+        x = jnp.abs(jnp.asarray(slip_velocity) / self.vs)
+        return self.fc + (self.fs - self.fc) * jnp.exp(-_positive_power(x, self.delta))
+
+    def slip_force(self, slip_velocity, direction) -> SlipVector:
+        v = jnp.asarray(slip_velocity)
+        return jnp.asarray(direction) * self.stribeck_curve(v) + self.fv * v
+
+    def breakaway(self, direction) -> SlipVector:
+        return jnp.broadcast_to(self.fs, jnp.shape(direction)).astype(float)

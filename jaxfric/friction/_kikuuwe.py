@@ -1,0 +1,7 @@
+"""Placeholder: Kikuuwe law being written."""
+
+from ._base import AbstractFrictionLaw
+
+
+class Kikuuwe(AbstractFrictionLaw):
+    pass

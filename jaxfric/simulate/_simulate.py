@@ -1,0 +1,135 @@
+"""`jaxfric.simulate`: one entry point, the friction law picks the path."""
+
+from typing import Any, NamedTuple
+
+from jaxtyping import ArrayLike
+
+from ..forces._base import AbstractForce
+from ..friction._base import (
+    AbstractDynamicLaw,
+    AbstractFrictionLaw,
+    AbstractSetValuedLaw,
+    AbstractSmoothLaw,
+)
+from ..friction._karnopp import Karnopp
+from ..friction._kikuuwe import Kikuuwe
+from ..systems._base import AbstractSystem
+from . import _karnopp, _kikuuwe, _smooth, _switch
+from ._common import (
+    as_force,
+    check_interval,
+    check_law_size,
+    check_system,
+    finish,
+    save_times,
+    state_vector,
+)
+from ._solution import Solution
+
+
+class Options(NamedTuple):
+    """Numerical options handed to a path; `None` means the path's default."""
+
+    solver: Any
+    rtol: float | None
+    atol: float | None
+    dt0: float | None
+    dtmax: float | None
+    max_steps: int
+    max_events: int
+    friction_state0: Any
+
+
+def simulate(
+    system: AbstractSystem,
+    friction: AbstractFrictionLaw,
+    q0: ArrayLike,
+    qd0: ArrayLike,
+    t1: float,
+    *,
+    t0: float = 0.0,
+    force: AbstractForce | Any = None,
+    ts: ArrayLike | None = None,
+    num_save: int = 1001,
+    solver: Any = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    dt0: float | None = None,
+    dtmax: float | None = None,
+    max_steps: int = 16384,
+    max_events: int = 64,
+    friction_state0: ArrayLike | None = None,
+    throw: bool = True,
+) -> Solution:
+    """Simulate ``M(q) q̈ = τ(t, q, q̇) − h(q, q̇) − J(q)ᵀ f`` from ``t0`` to ``t1``.
+
+    The friction law picks the path:
+
+    - Coulomb-type laws (`Coulomb`, `CoulombViscous`, `Stribeck`): the exact
+      event-driven switch algorithm (Farhat et al. 2010, Sec. 4): stuck elements
+      have slip velocity exactly zero; switch times are located as events.
+    - `Regularized`: an adaptive explicit solver on the smoothed law.
+    - `LuGre`, `Dahl`: the bristle state joins the ODE, stiff-capable solver.
+    - `Kikuuwe`: RK4 with the step size handed to the law (Kikuuwe & Yamamoto,
+      Eq. 21); `dt0` is the fixed step.
+    - `Karnopp`: fixed-step integration with the zero-velocity band (Karnopp 1985).
+
+    `simulate` is `jit`-, `vmap`- and `grad`-compatible with respect to every array
+    inside `system`, `friction` and `force`, and to `q0`, `qd0`.
+
+    Args:
+        system: the mechanical system (`jaxfric.systems`).
+        friction: the friction law (`jaxfric.friction`), one entry per element.
+        q0: initial positions, shape ``(n_dof,)`` (a scalar broadcasts), m or rad.
+        qd0: initial velocities, shape ``(n_dof,)``, m/s or rad/s.
+        t1: final time, s.
+        t0: initial time, s.
+        force: applied force: a `jaxfric.forces` force, a callable
+            ``fn(t, q, qd)``, or `None` for no applied force.
+        ts: times to save at, in ``[t0, t1]``; default `num_save` uniform times.
+        num_save: number of uniform save times when `ts` is `None`.
+        solver: a `diffrax` solver; default depends on the path.
+        rtol, atol: step-size controller tolerances; default depends on the path.
+        dt0: initial (or, for fixed-step paths, the) step size, s.
+        dtmax: largest step, s (the switch path caps steps so that breakaways
+            are not stepped over).
+        max_steps: step budget (per segment on the switch path).
+        max_events: event budget of the switch path.
+        friction_state0: initial internal state of a dynamic law (default zero).
+        throw: raise on failure (default); with `False` inspect `Solution.result`.
+
+    Returns:
+        A `Solution`.
+    """
+    check_system(system)
+    if not isinstance(friction, AbstractFrictionLaw):
+        raise TypeError(
+            f"`friction` must be a jaxfric friction law; got {type(friction).__name__}."
+        )
+    check_interval(t0, t1)
+    check_law_size(friction, system.n_friction)
+    if max_events < 1:
+        raise ValueError(f"`max_events` must be >= 1; got {max_events}.")
+    if max_steps < 1:
+        raise ValueError(f"`max_steps` must be >= 1; got {max_steps}.")
+    q0 = state_vector("q0", q0, system.n_dof)
+    qd0 = state_vector("qd0", qd0, system.n_dof)
+    ts = save_times(t0, t1, ts, num_save)
+    force = as_force(force)
+    options = Options(
+        solver, rtol, atol, dt0, dtmax, max_steps, max_events, friction_state0
+    )
+    args = (system, friction, force, q0, qd0, t0, t1, ts, options)
+    if isinstance(friction, AbstractSetValuedLaw):
+        sol = _switch.simulate_switch(*args)
+    elif isinstance(friction, AbstractSmoothLaw):
+        sol = _smooth.simulate_smooth(*args)
+    elif isinstance(friction, AbstractDynamicLaw):
+        sol = _smooth.simulate_dynamic(*args)
+    elif isinstance(friction, Kikuuwe):
+        sol = _kikuuwe.simulate_kikuuwe(*args)
+    elif isinstance(friction, Karnopp):
+        sol = _karnopp.simulate_karnopp(*args)
+    else:
+        raise TypeError(f"no simulation path for {type(friction).__name__}.")
+    return finish(sol, throw)

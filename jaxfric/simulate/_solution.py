@@ -1,0 +1,60 @@
+"""The solution type shared by every simulation path, and its result codes."""
+
+import diffrax
+import equinox as eqx
+from jaxtyping import Array, Float, Int
+
+
+class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
+    """Result codes of `jaxfric.simulate`: diffrax's codes plus the switch path's."""
+
+    max_events_reached = (
+        "The event budget `max_events` was spent before `t1`: the trajectory stops "
+        "short of `t1`. Increase `max_events`."
+    )
+    event_location_failed = (
+        "An event (velocity zero or breakaway) could not be located by the root "
+        "finder. Tighten `rtol`/`atol` or lower `dtmax`."
+    )
+    stick_solve_failed = (
+        "No consistent set of stick/slip modes was found for the stuck elements "
+        "(the Delassus system may be singular: redundant friction elements)."
+    )
+
+
+class Solution(eqx.Module):
+    """A simulated trajectory, on the saved times `ts`.
+
+    Attributes:
+        ts: saved times, s, shape ``(t,)``.
+        q: generalised positions, shape ``(t, n)``.
+        qd: generalised velocities, shape ``(t, n)``.
+        friction: friction force per element ``f``, N or N·m, shape ``(t, m)``
+            (for stuck elements the stick force of the Delassus solve).
+        slip_velocity: ``s = J(q) q̇``, shape ``(t, m)``.
+        friction_state: internal state of a dynamic law (LuGre/Dahl bristle
+            deflection ``z``, m), shape ``(t, m)``; shape ``(t, 0)`` for laws with
+            no internal state.
+        force_state: internal state of the applied force (controller integrators),
+            shape ``(t, c)``.
+        modes: per element ``+1`` slip forward, ``-1`` slip backward, ``0`` stuck,
+            shape ``(t, m)``. Smooth paths report ``sign(s)``.
+        event_times: times of the mode switches, s, shape ``(max_events,)``, padded
+            with ``inf`` (empty for paths without events).
+        stats: counters: ``num_steps``, ``num_accepted_steps``,
+            ``num_rejected_steps``, ``num_vf_evals``, ``num_events``.
+        result: a `RESULTS` code; ``RESULTS.successful`` when the solve reached
+            ``t1`` correctly.
+    """
+
+    ts: Float[Array, " t"]
+    q: Float[Array, "t dof"]
+    qd: Float[Array, "t dof"]
+    friction: Float[Array, "t m"]
+    slip_velocity: Float[Array, "t m"]
+    friction_state: Float[Array, "t z"]
+    force_state: Float[Array, "t c"]
+    modes: Int[Array, "t m"]
+    event_times: Float[Array, " e"]
+    stats: dict[str, Array]
+    result: RESULTS

@@ -1,0 +1,60 @@
+"""The mechanical-system interface of jaxfric.
+
+A system has generalised coordinates ``q`` (n = `n_dof`), a mass matrix ``M(q)``,
+bias forces ``h(q, q̇)`` (Coriolis/centrifugal, gravity, springs, passive damping)
+and m = `n_friction` friction elements acting on slip coordinates
+``s = J(q) q̇``. Its motion obeys (Farhat et al. 2010, Eq. 1 generalised)
+
+    M(q) q̈ = τ − h(q, q̇) − J(q)ᵀ f.
+"""
+
+import abc
+
+import equinox as eqx
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_solve
+
+from .._types import Jacobian, Matrix, SlipVector, Vector
+
+
+class AbstractSystem(eqx.Module):
+    """Abstract mechanical system. Final subclasses implement the four methods and
+    the two sizes; all numbers inside are differentiable parameters.
+    """
+
+    n_dof: eqx.AbstractVar[int]
+    n_friction: eqx.AbstractVar[int]
+
+    @abc.abstractmethod
+    def mass_matrix(self, q: Vector) -> Matrix:
+        """Symmetric positive definite mass matrix ``M(q)``, kg or kg·m²."""
+
+    @abc.abstractmethod
+    def bias_force(self, q: Vector, qd: Vector) -> Vector:
+        """Bias forces ``h(q, q̇)`` (everything but applied forces and friction,
+        moved to the left-hand side), N or N·m."""
+
+    @abc.abstractmethod
+    def friction_jacobian(self, q: Vector) -> Jacobian:
+        """``J(q)`` with ``s = J(q) q̇``, shape ``(n_friction, n_dof)``."""
+
+    @abc.abstractmethod
+    def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
+        """``J̇(q, q̇) q̇``, the velocity-product term of the slip acceleration
+        ``ṡ = J q̈ + J̇ q̇``; zero for constant ``J``."""
+
+    def slip_velocity(self, q: Vector, qd: Vector) -> SlipVector:
+        """Slip velocities ``s = J(q) q̇``, m/s or rad/s."""
+        return self.friction_jacobian(q) @ qd
+
+    def acceleration(
+        self, q: Vector, qd: Vector, applied: Vector, friction: SlipVector
+    ) -> Vector:
+        """Forward dynamics ``q̈ = M⁻¹(τ − h − Jᵀ f)`` by a Cholesky solve."""
+        rhs = applied - self.bias_force(q, qd) - self.friction_jacobian(q).T @ friction
+        return _spd_solve(self.mass_matrix(q), rhs)
+
+
+def _spd_solve(matrix, rhs):
+    """Solve ``M x = rhs`` for symmetric positive definite ``M``."""
+    return cho_solve((jnp.linalg.cholesky(matrix), True), rhs)
