@@ -1,0 +1,151 @@
+"""Stick forces and consistent stick/slip modes (Farhat et al. 2010, Sec. 4.2).
+
+Shared by every path that has to hold elements stuck: the event-driven switch
+path and the Karnopp band. Modes per friction element: ``+1`` slipping forward,
+``-1`` slipping backward, ``0`` stuck.
+"""
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_solve
+
+from .._types import Float, Int, SlipVector, Vector
+from ..friction._base import AbstractSetValuedLaw
+from ..systems._base import AbstractSystem
+
+STICK = 0
+
+
+def free_acceleration(system: AbstractSystem, q: Vector, qd: Vector, rhs: Vector):
+    """Return ``(M⁻¹ rhs, M⁻¹ Jᵀ, J)`` with one Cholesky factorisation of ``M(q)``."""
+    chol = jnp.linalg.cholesky(system.mass_matrix(q))
+    jac = system.friction_jacobian(q)
+    both = cho_solve((chol, True), jnp.concatenate([rhs[:, None], jac.T], axis=1))
+    return both[:, 0], both[:, 1:], jac
+
+
+def solve_stick(
+    system: AbstractSystem,
+    q: Vector,
+    qd: Vector,
+    net: Vector,
+    slip_friction: SlipVector,
+    stuck: jax.Array,
+) -> tuple[SlipVector, Vector]:
+    """Friction forces and accelerations for a fixed set of stuck elements.
+
+    The stick forces ``f_S`` make the stuck slip accelerations vanish,
+    ``J_S q̈ + J̇_S q̇ = 0``, which is the Delassus system (Farhat et al. 2010,
+    Eq. 7, generalised from joint coordinates to any ``J``):
+
+        (J_S M⁻¹ J_Sᵀ) f_S = J_S M⁻¹ (τ − h − J_slipᵀ f_slip) + J̇_S q̇.
+
+    Fixed shapes: the stuck block is solved inside an ``m × m`` system whose free
+    rows are replaced by identity rows.
+
+    Args:
+        system: the mechanical system.
+        q, qd: state.
+        net: ``τ − h``, all forces but friction, shape ``(n,)``, N or N·m.
+        slip_friction: friction of the slipping elements (entries of stuck
+            elements are ignored), shape ``(m,)``.
+        stuck: boolean mask of stuck elements, shape ``(m,)``.
+
+    Returns:
+        ``(f, q̈)``: the friction of every element (stick forces in stuck
+        entries) and the accelerations, shape ``(m,)`` and ``(n,)``.
+    """
+    f_slip = jnp.where(stuck, 0.0, slip_friction)
+    jac = system.friction_jacobian(q)
+    acc_free, minv_jt, _ = free_acceleration(system, q, qd, net - jac.T @ f_slip)
+    delassus = jac @ minv_jt
+    rhs = jac @ acc_free + system.friction_jacobian_dot_qd(q, qd)
+    both = stuck[:, None] & stuck[None, :]
+    eye = jnp.eye(stuck.shape[0], dtype=delassus.dtype)
+    f_stick = jnp.linalg.solve(
+        jnp.where(both, delassus, eye), jnp.where(stuck, rhs, 0.0)
+    )
+    friction = jnp.where(stuck, f_stick, f_slip)
+    acc = acc_free - minv_jt @ jnp.where(stuck, f_stick, 0.0)
+    return friction, acc
+
+
+def friction_and_acceleration(
+    system: AbstractSystem,
+    law: AbstractSetValuedLaw,
+    q: Vector,
+    qd: Vector,
+    net: Vector,
+    modes: Int[jax.Array, " m"],
+) -> tuple[SlipVector, Vector]:
+    """Friction and accelerations for fixed modes (the vector field of a segment).
+
+    Slipping elements take ``law.slip_force(s, mode)`` with the direction held
+    by the mode (Farhat et al. 2010, Eq. 8); stuck ones the Delassus solve.
+    """
+    slip = system.slip_velocity(q, qd)
+    direction = jnp.where(modes >= 0, 1.0, -1.0)
+    f_slip = law.slip_force(slip, direction)
+    return solve_stick(system, q, qd, net, f_slip, modes == STICK)
+
+
+def stick_margin(
+    law: AbstractSetValuedLaw, friction: SlipVector
+) -> Float[jax.Array, " m"]:
+    """Distance of a stick force from the static limits, ``>= 0`` inside them.
+
+    ``min(breakaway(+1) − f, breakaway(−1) + f)``: reaches zero at breakaway
+    (Farhat et al. 2010, Eq. 5).
+    """
+    ones = jnp.ones_like(friction)
+    return jnp.minimum(law.breakaway(ones) - friction, law.breakaway(-ones) + friction)
+
+
+def consistent_modes(
+    system: AbstractSystem,
+    law: AbstractSetValuedLaw,
+    q: Vector,
+    qd: Vector,
+    net: Vector,
+    modes: Int[jax.Array, " m"],
+    at_zero: jax.Array,
+) -> Int[jax.Array, " m"]:
+    """Choose modes for the elements at zero slip velocity (Farhat et al. 2010,
+    Sec. 4.2 and Eq. 8).
+
+    All elements in `at_zero` are first assumed stuck; the stick forces are
+    solved together; the element furthest outside its static limit is released
+    to slip in the direction of its required stick force (the net force
+    overcomes friction that way) and the rest are re-solved, until every stick
+    force lies inside its limits. At most ``m`` releases. Elements not in
+    `at_zero` keep their modes.
+
+    Args:
+        at_zero: boolean mask of elements whose slip velocity is (numerically)
+            zero: stuck elements and elements whose velocity just reached zero.
+
+    Returns:
+        The new modes, ``int32`` of shape ``(m,)``.
+    """
+    modes = jnp.where(at_zero, STICK, modes).astype(jnp.int32)
+    slip = system.slip_velocity(q, qd)
+    ones = jnp.ones_like(slip)
+    limit_pos = law.breakaway(ones)
+    limit_neg = law.breakaway(-ones)
+
+    def release_one(_, modes):
+        direction = jnp.where(modes >= 0, 1.0, -1.0)
+        f_slip = law.slip_force(slip, direction)
+        friction, _ = solve_stick(system, q, qd, net, f_slip, modes == STICK)
+        # Relative violation, so elements with different force scales compare.
+        scale = jnp.maximum(jnp.maximum(limit_pos, limit_neg), 1e-30)
+        excess = jnp.maximum(friction - limit_pos, -limit_neg - friction) / scale
+        excess = jnp.where(modes == STICK, excess, -jnp.inf)
+        worst = jnp.argmax(excess)
+        release = excess[worst] > 0
+        new_mode = jnp.where(friction[worst] > 0, 1, -1).astype(modes.dtype)
+        return jnp.where(
+            release & (jnp.arange(modes.shape[0]) == worst), new_mode, modes
+        )
+
+    return jax.lax.fori_loop(0, modes.shape[0], release_one, modes)
