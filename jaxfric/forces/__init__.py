@@ -6,3 +6,8 @@ from ._base import (
     Constant as Constant,
     FunctionForce as FunctionForce,
 )
+from ._inputs import (
+    FourierSeries as FourierSeries,
+    Sine as Sine,
+    Tabulated as Tabulated,
+)

@@ -2,3 +2,4 @@
 
 from ._base import AbstractSystem as AbstractSystem
 from ._lumped import Oscillator as Oscillator
+from ._lumped import StackedBlocks as StackedBlocks, TwoMass as TwoMass

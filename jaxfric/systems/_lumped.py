@@ -49,3 +49,138 @@ class Oscillator(AbstractSystem):
 
     def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
         return jnp.zeros((1,), dtype=q.dtype)
+
+
+def _check_scalars(module, names) -> None:
+    for name in names:
+        if jnp.ndim(getattr(module, name)) != 0:
+            raise ValueError(f"`{name}` of {type(module).__name__} must be a scalar.")
+
+
+def _check_two_body(module) -> None:
+    names = ("m1", "m2", "k1", "c1", "k2", "c2", "k12", "c12")
+    _check_scalars(module, names)
+    check_range("m1", module.m1, lower=0.0, lower_open=True)
+    check_range("m2", module.m2, lower=0.0, lower_open=True)
+    for name in names[2:]:
+        check_range(name, getattr(module, name), lower=0.0)
+
+
+def _two_body_mass_matrix(module, q: Vector) -> Matrix:
+    return jnp.diag(jnp.stack([module.m1, module.m2])).astype(q.dtype)
+
+
+def _two_body_bias(module, q: Vector, qd: Vector) -> Vector:
+    """Springs and dampers to the ground (k1, c1; k2, c2) and between the masses
+    (k12, c12)."""
+    coupling = module.k12 * (q[0] - q[1]) + module.c12 * (qd[0] - qd[1])
+    return jnp.stack(
+        [
+            module.k1 * q[0] + module.c1 * qd[0] + coupling,
+            module.k2 * q[1] + module.c2 * qd[1] - coupling,
+        ]
+    )
+
+
+class TwoMass(AbstractSystem):
+    """Two masses with one friction element on their relative velocity.
+
+    Karnopp 1985, Fig. 3 and Eq. 6–11. ``q = (x1, x2)``; the friction element acts
+    on the relative slip velocity ``s = ẋ1 − ẋ2`` (``J = [1, −1]``), so
+
+        m1 ẍ1 = τ1 − h1 − f,      m2 ẍ2 = τ2 − h2 + f,
+
+    with ``h`` from springs and dampers between each mass and the ground
+    (``k1, c1``; ``k2, c2``) and between the masses (``k12, c12``, in parallel
+    with the friction). Karnopp's "forces not affected by stick or slip" map as
+    ``F1 = τ1 − h1`` and ``F2 = −(τ2 − h2)`` (his Eq. 6–7 sign convention), and
+    the stick force of Eq. 11 is ``f = (m2 F1 + m1 F2)/(m1 + m2)``.
+
+    Args:
+        m1, m2: masses, kg, ``> 0``.
+        k1, k2: springs from m1, m2 to the ground, N/m, ``>= 0`` (default 0).
+        c1, c2: dampers from m1, m2 to the ground, N·s/m, ``>= 0`` (default 0).
+        k12, c12: spring and damper between the masses, ``>= 0`` (default 0).
+    """
+
+    m1: Float[Array, ""] = eqx.field(converter=as_float)
+    m2: Float[Array, ""] = eqx.field(converter=as_float)
+    k1: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    c1: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    k2: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    c2: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    k12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    c12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+
+    n_dof: ClassVar[int] = 2
+    n_friction: ClassVar[int] = 1
+
+    def __check_init__(self):
+        _check_two_body(self)
+
+    def mass_matrix(self, q: Vector) -> Matrix:
+        return _two_body_mass_matrix(self, q)
+
+    def bias_force(self, q: Vector, qd: Vector) -> Vector:
+        return _two_body_bias(self, q, qd)
+
+    def friction_jacobian(self, q: Vector) -> Jacobian:
+        return jnp.array([[1.0, -1.0]], dtype=q.dtype)
+
+    def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
+        return jnp.zeros((1,), dtype=q.dtype)
+
+
+class StackedBlocks(AbstractSystem):
+    """Block m1 sliding on block m2, which slides on the ground: two frictions
+    that interact through m2.
+
+    Karnopp 1985, Fig. 4 and Eq. 12–21. ``q = (x1, x2)``, absolute positions.
+    Friction elements, in this order:
+
+    1. m1 on m2, slip velocity ``s1 = ẋ1 − ẋ2`` (Karnopp's ``F_r``, ``V_r``);
+    2. m2 on the ground, slip velocity ``s2 = ẋ2`` (Karnopp's ``F_f``, ``V_2``).
+
+    So ``J = [[1, −1], [0, 1]]`` and
+
+        m1 ẍ1 = τ1 − h1 − f1,      m2 ẍ2 = τ2 − h2 + f1 − f2,
+
+    which is Karnopp's Eq. 12–13 with ``F1 − F_s = τ1 − h1`` and
+    ``F_s − F2 = τ2 − h2``: his spring between the masses is ``k12`` (``F_s``),
+    his drive spring on m1 is ``k1`` plus an applied force, his input force on m2
+    is ``F2 = −τ2``.
+
+    Args:
+        m1: upper block mass, kg, ``> 0``.
+        m2: lower block mass, kg, ``> 0``.
+        k1, c1: spring and damper from m1 to the ground, ``>= 0`` (default 0).
+        k2, c2: spring and damper from m2 to the ground, ``>= 0`` (default 0).
+        k12, c12: spring and damper between the blocks, ``>= 0`` (default 0).
+    """
+
+    m1: Float[Array, ""] = eqx.field(converter=as_float)
+    m2: Float[Array, ""] = eqx.field(converter=as_float)
+    k1: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    c1: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    k2: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    c2: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    k12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    c12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+
+    n_dof: ClassVar[int] = 2
+    n_friction: ClassVar[int] = 2
+
+    def __check_init__(self):
+        _check_two_body(self)
+
+    def mass_matrix(self, q: Vector) -> Matrix:
+        return _two_body_mass_matrix(self, q)
+
+    def bias_force(self, q: Vector, qd: Vector) -> Vector:
+        return _two_body_bias(self, q, qd)
+
+    def friction_jacobian(self, q: Vector) -> Jacobian:
+        return jnp.array([[1.0, -1.0], [0.0, 1.0]], dtype=q.dtype)
+
+    def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
+        return jnp.zeros((2,), dtype=q.dtype)
