@@ -5,8 +5,11 @@ from . import forces as forces, friction as friction, systems as systems
 from .friction import (
     Coulomb as Coulomb,
     CoulombViscous as CoulombViscous,
+    Dahl as Dahl,
     Karnopp as Karnopp,
     Kikuuwe as Kikuuwe,
+    LuGre as LuGre,
+    Regularized as Regularized,
     Stribeck as Stribeck,
 )
 from .simulate import RESULTS as RESULTS, Solution as Solution, simulate as simulate

@@ -13,3 +13,5 @@ from ._coulomb import (
 )
 from ._karnopp import Karnopp as Karnopp
 from ._kikuuwe import Kikuuwe as Kikuuwe
+from ._lugre import Dahl as Dahl, LuGre as LuGre
+from ._regularized import Regularized as Regularized

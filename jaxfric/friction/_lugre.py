@@ -1,0 +1,189 @@
+"""Dynamic (bristle) friction laws: LuGre (Canudas de Wit et al. 1995) and Dahl.
+
+The internal state ``z`` is the mean bristle deflection, m (or rad for
+rotational elements); it joins the ODE state and is integrated by a stiff-capable
+solver (`jaxfric.simulate` picks one).
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike
+
+from .._check import as_float, check_broadcastable, check_ge, check_range
+from .._types import Float, SlipVector
+from ._base import AbstractDynamicLaw
+
+
+def _abs(v):
+    # |v| as v·sign(v): derivative sign(v), i.e. 0 at v = 0 (jnp.abs gives +1
+    # there), so a start from rest does not bias gradients towards one direction.
+    return v * jnp.sign(v)
+
+
+class LuGre(AbstractDynamicLaw):
+    """The LuGre law, Canudas de Wit, Olsson, Åström & Lischinsky 1995, Eq. 1–4:
+
+        ``ż = v − σ0·|v|·z / g(v)``,
+        ``g(v) = fc + (fs − fc)·exp(−(v/vs)²)``,
+        ``f = σ0·z + σ1·ż + σ2·v``.
+
+    At constant slip velocity ``z`` settles at ``g(v)·sign(v)/σ0`` and the force at
+    the Stribeck curve ``g(v)·sign(v) + σ2·v``; below breakaway the bristles act
+    as a spring of stiffness σ0 (presliding). The law is passive for
+    ``σ1 <= σ2·fc/(fs − fc)`` (MotionSolve text, ``viscous_effects``); this is not
+    enforced, as the classical parameter set (σ1 = √σ0) violates it.
+
+    Args:
+        sigma0: bristle stiffness σ0, N/m (N·m/rad), ``> 0``.
+        sigma1: bristle damping σ1, N·s/m (N·m·s/rad), ``>= 0``.
+        sigma2: viscous coefficient σ2, N·s/m (N·m·s/rad), ``>= 0``.
+        fc: Coulomb level, N (N·m), ``> 0`` (``g`` divides the state equation).
+        fs: static level, N (N·m), ``>= fc``.
+        vs: Stribeck velocity, m/s (rad/s), ``> 0``.
+    """
+
+    sigma0: Float[Array, "..."] = eqx.field(converter=as_float)
+    sigma1: Float[Array, "..."] = eqx.field(converter=as_float)
+    sigma2: Float[Array, "..."] = eqx.field(converter=as_float)
+    fc: Float[Array, "..."] = eqx.field(converter=as_float)
+    fs: Float[Array, "..."] = eqx.field(converter=as_float)
+    vs: Float[Array, "..."] = eqx.field(converter=as_float)
+
+    def __check_init__(self):
+        check_broadcastable(
+            {
+                "sigma0": self.sigma0,
+                "sigma1": self.sigma1,
+                "sigma2": self.sigma2,
+                "fc": self.fc,
+                "fs": self.fs,
+                "vs": self.vs,
+            }
+        )
+        check_range("sigma0", self.sigma0, lower=0.0, lower_open=True)
+        check_range("sigma1", self.sigma1, lower=0.0)
+        check_range("sigma2", self.sigma2, lower=0.0)
+        check_range("fc", self.fc, lower=0.0, lower_open=True)
+        check_range("fs", self.fs, lower=0.0, lower_open=True)
+        check_ge("fs", self.fs, "fc", self.fc)
+        check_range("vs", self.vs, lower=0.0, lower_open=True)
+
+    @classmethod
+    def from_friction_coefficients(
+        cls, mu_s, mu_d, sigma0, sigma1, sigma2, vs, normal_load
+    ) -> "LuGre":
+        """The normal-load form of the MotionSolve ``Force_JointFriction`` text
+        (Comment 3), mapped to the force form.
+
+        MotionSolve writes, with ``g`` in friction-coefficient units,
+
+            ``F = N·(σ0·z + σ1·ż) + σ2·v``,
+            ``ż = v − σ0·|v|·z / g_μ(v)``,
+            ``g_μ(v) = μd + (μs − μd)·exp(−(v/vs)²)``.
+
+        Multiplying the state equation's fraction by ``N/N`` shows the same ``z``
+        obeys the force form with
+
+            ``σ0' = N·σ0``, ``σ1' = N·σ1``, ``σ2' = σ2``,
+            ``fc = N·μd``, ``fs = N·μs``, ``vs' = vs``,
+
+        since ``σ0'·|v|·z / g(v) = N·σ0·|v|·z / (N·g_μ(v))``. The mapping is exact
+        for a constant normal load.
+
+        Args:
+            mu_s: static friction coefficient μs, ``>= mu_d``.
+            mu_d: dynamic friction coefficient μd, ``> 0``.
+            sigma0: bristle stiffness per unit normal load, 1/m, ``> 0``.
+            sigma1: bristle damping per unit normal load, s/m, ``>= 0``.
+            sigma2: viscous coefficient, N·s/m (not scaled by the load), ``>= 0``.
+            vs: Stribeck (stiction transition) velocity, m/s, ``> 0``.
+            normal_load: normal force N, N, ``> 0``.
+
+        Returns:
+            The equivalent `LuGre` law in force units.
+        """
+        check_range("mu_d", mu_d, lower=0.0, lower_open=True)
+        check_range("mu_s", mu_s, lower=0.0, lower_open=True)
+        check_ge("mu_s", mu_s, "mu_d", mu_d)
+        check_range("sigma0", sigma0, lower=0.0, lower_open=True)
+        check_range("sigma1", sigma1, lower=0.0)
+        check_range("normal_load", normal_load, lower=0.0, lower_open=True)
+        n = as_float(normal_load)
+        return cls(
+            sigma0=n * as_float(sigma0),
+            sigma1=n * as_float(sigma1),
+            sigma2=sigma2,
+            fc=n * as_float(mu_d),
+            fs=n * as_float(mu_s),
+            vs=vs,
+        )
+
+    def stribeck_curve(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """``g(v) = fc + (fs − fc)·exp(−(v/vs)²)``, N (N·m)."""
+        x = jnp.asarray(slip_velocity) / self.vs
+        return self.fc + (self.fs - self.fc) * jnp.exp(-(x**2))
+
+    def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """Relaxed bristles, ``z = 0``."""
+        return jnp.zeros_like(jnp.asarray(slip_velocity, dtype=float))
+
+    def state_derivative(
+        self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
+    ) -> SlipVector:
+        """``ż = v − σ0·|v|·z / g(v)``, m/s (Canudas de Wit et al. 1995, Eq. 1)."""
+        v = jnp.asarray(slip_velocity)
+        z = jnp.asarray(state)
+        return v - self.sigma0 * _abs(v) * z / self.stribeck_curve(v)
+
+    def force(
+        self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
+    ) -> SlipVector:
+        """``f = σ0·z + σ1·ż + σ2·v``, N (Canudas de Wit et al. 1995, Eq. 2)."""
+        v = jnp.asarray(slip_velocity)
+        z = jnp.asarray(state)
+        zdot = self.state_derivative(z, v)
+        return self.sigma0 * z + self.sigma1 * zdot + self.sigma2 * v
+
+
+class Dahl(AbstractDynamicLaw):
+    """The Dahl law with exponent 1 (Dahl 1968; Canudas de Wit et al. 1995, Sec. 2):
+
+        ``ż = v − σ0·|v|·z / fc``,   ``f = σ0·z``.
+
+    It is LuGre with ``σ1 = σ2 = 0`` and ``fs = fc``: a rate-independent
+    hysteresis whose force tends to ``fc·sign(v)`` after a slip of a few
+    ``fc/σ0``. It has no static level above ``fc`` and no viscous part.
+
+    Args:
+        sigma0: rest stiffness σ0 (slope of force vs displacement at
+            reversal), N/m (N·m/rad), ``> 0``.
+        fc: Coulomb level, N (N·m), ``> 0``.
+    """
+
+    sigma0: Float[Array, "..."] = eqx.field(converter=as_float)
+    fc: Float[Array, "..."] = eqx.field(converter=as_float)
+
+    def __check_init__(self):
+        check_broadcastable({"sigma0": self.sigma0, "fc": self.fc})
+        check_range("sigma0", self.sigma0, lower=0.0, lower_open=True)
+        check_range("fc", self.fc, lower=0.0, lower_open=True)
+
+    def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """Relaxed bristles, ``z = 0``."""
+        return jnp.zeros_like(jnp.asarray(slip_velocity, dtype=float))
+
+    def state_derivative(
+        self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
+    ) -> SlipVector:
+        """``ż = v − σ0·|v|·z / fc``, m/s."""
+        v = jnp.asarray(slip_velocity)
+        return v - self.sigma0 * _abs(v) * jnp.asarray(state) / self.fc
+
+    def force(
+        self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
+    ) -> SlipVector:
+        """``f = σ0·z``, N."""
+        return self.sigma0 * jnp.asarray(state) + 0.0 * jnp.asarray(slip_velocity)
+
+
+__all__ = ["Dahl", "LuGre"]
