@@ -1,0 +1,24 @@
+"""File input and output: TOML configurations and result files.
+
+The library core does no file I/O; this package and `jaxfric.cli` do.
+"""
+
+from .config import (
+    ConfigError as ConfigError,
+    SimulationConfig as SimulationConfig,
+    available_types as available_types,
+    build as build,
+    load_config as load_config,
+    parse_config as parse_config,
+    parse_simulate as parse_simulate,
+    read_toml as read_toml,
+)
+from .results import (
+    save_solution as save_solution,
+    solution_arrays as solution_arrays,
+    summarize as summarize,
+    to_jsonable as to_jsonable,
+    write_csv as write_csv,
+    write_json as write_json,
+    write_npz as write_npz,
+)

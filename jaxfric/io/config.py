@@ -1,0 +1,405 @@
+"""TOML configuration of a simulation: system, friction law, applied force and
+solver options.
+
+A configuration file has these sections::
+
+    [system]            # required
+    type = "Oscillator"
+    mass = 1.0
+    stiffness = 1.0
+
+    [friction]          # required; a wrapped law is a sub-table
+    type = "Regularized"
+    eps = 1e-3
+    [friction.law]
+    type = "Coulomb"
+    fc = 1.0
+
+    [force]             # optional
+    type = "Sine"
+    amplitude = 0.5
+    omega = 2.0
+
+    [simulate]          # required: keywords of `jaxfric.simulate`
+    t1 = 10.0
+    q0 = 2.75
+    qd0 = 0.0
+    num_save = 501
+
+Every key other than ``type`` is a constructor argument of the named class; the
+allowed keys and their types are read from the class itself, so a new law or
+force needs no change here. Unknown sections, unknown keys, missing required keys,
+wrong value types and unknown ``type`` names raise `ConfigError` naming the
+section and key (and listing what is allowed). Errors the constructors raise
+(parameter ranges) are re-raised with the section prefixed.
+"""
+
+import dataclasses
+import inspect
+import tomllib
+import types
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import diffrax
+
+from .. import forces as _forces, friction as _friction, systems as _systems
+from ..forces._base import AbstractForce
+from ..friction._base import AbstractFrictionLaw
+from ..systems._base import AbstractSystem
+
+SECTIONS = ("system", "friction", "force", "simulate")
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; the message names the section and the key."""
+
+
+# Keys of [simulate]: name -> kind (see `_convert`). `throw` is left out: the
+# caller decides how to report a failed solve.
+SIMULATE_KEYS: dict[str, str] = {
+    "t1": "number",
+    "t0": "number",
+    "q0": "array",
+    "qd0": "array",
+    "ts": "array",
+    "num_save": "int",
+    "solver": "solver",
+    "rtol": "number",
+    "atol": "number",
+    "dt0": "number",
+    "dtmax": "number",
+    "max_steps": "int",
+    "max_events": "int",
+    "friction_state0": "array",
+}
+SIMULATE_REQUIRED = ("t1",)
+
+_BASES: dict[str, tuple[type, types.ModuleType]] = {
+    "system": (AbstractSystem, _systems),
+    "friction": (AbstractFrictionLaw, _friction),
+    "force": (AbstractForce, _forces),
+}
+
+
+class SimulationConfig(NamedTuple):
+    """A parsed configuration: built objects and the keywords of `simulate`.
+
+    Attributes:
+        system: the `AbstractSystem`.
+        friction: the friction law.
+        force: the applied force, or `None`.
+        simulate: keyword arguments of `jaxfric.simulate` other than the first
+            two (``q0``, ``qd0``, ``t1`` included).
+        raw: the configuration as read (plain dict), for the record.
+    """
+
+    system: AbstractSystem
+    friction: AbstractFrictionLaw
+    force: AbstractForce | None
+    simulate: dict[str, Any]
+    raw: dict[str, Any]
+
+
+class _Param(NamedTuple):
+    name: str
+    kind: Any  # "number", "array", "int", "bool", "str", ("choice", values),
+    #            ("module", family, base class)
+    required: bool
+
+
+def _is_concrete_class(obj, base) -> bool:
+    return (
+        inspect.isclass(obj)
+        and issubclass(obj, base)
+        and not inspect.isabstract(obj)
+        and not obj.__name__.startswith("Abstract")
+    )
+
+
+def _unwrap_optional(annotation):
+    """``X | None`` -> ``(X, True)``; anything else -> ``(annotation, False)``."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        has_none = len(args) < len(typing.get_args(annotation))
+        if len(args) == 1:
+            return args[0], has_none
+        return annotation, has_none
+    return annotation, False
+
+
+def _kind_of(annotation):
+    """What a TOML value for a parameter of this annotation must be; `None` for
+    parameters that a configuration cannot express (callables)."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return ("choice", typing.get_args(annotation))
+    if annotation in (str, bool, int, float):
+        return {str: "str", bool: "bool", int: "int", float: "number"}[annotation]
+    if inspect.isclass(annotation):
+        for family, (base, _) in _BASES.items():
+            if issubclass(annotation, base):
+                return ("module", family, annotation)
+        if issubclass(annotation, Callable):  # pyright: ignore
+            return None
+    if annotation is Callable or typing.get_origin(annotation) is Callable:
+        return None
+    if getattr(annotation, "dim_str", None) == "":  # a jaxtyping scalar
+        return "number"
+    # jaxtyping arrays, ArrayLike, unannotated: a number or a list of numbers.
+    return "array"
+
+
+def _params(cls) -> list[_Param] | None:
+    """Constructor parameters of `cls` with the kind of value each accepts, or
+    `None` if some required parameter cannot be written in TOML."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    out = []
+    for p in inspect.signature(cls).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        # Field types carry the real annotation (converted fields show `Any`
+        # in the generated __init__).
+        annotation = fields[p.name].type if p.name in fields else p.annotation
+        if annotation is inspect.Parameter.empty:
+            annotation = Any
+        annotation, optional = _unwrap_optional(annotation)
+        kind = _kind_of(annotation)
+        required = p.default is inspect.Parameter.empty and not optional
+        if kind is None:
+            if required:
+                return None
+            continue
+        out.append(_Param(p.name, kind, required))
+    return out
+
+
+def available_types(family: str) -> dict[str, type]:
+    """The configurable classes of a family (``"system"``, ``"friction"``,
+    ``"force"``): the concrete classes exported by `jaxfric.systems`,
+    `jaxfric.friction` or `jaxfric.forces` whose arguments TOML can express."""
+    base, module = _BASES[family]
+    out = {}
+    for name in sorted(dir(module)):
+        obj = getattr(module, name)
+        if _is_concrete_class(obj, base) and _params(obj) is not None:
+            out[name] = obj
+    return out
+
+
+def _type_name(value) -> str:
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a float",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_numeric_array(value) -> bool:
+    if _is_number(value):
+        return True
+    return isinstance(value, list) and all(_is_numeric_array(v) for v in value)
+
+
+def _convert(value, kind, where: str):
+    """Check a TOML value against a parameter kind and convert it."""
+    expected = None
+    if kind == "number":
+        if _is_number(value):
+            return float(value)
+        expected = "a number"
+    elif kind == "array":
+        if _is_numeric_array(value):
+            return float(value) if _is_number(value) else value
+        expected = "a number or an array of numbers"
+    elif kind == "int":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        expected = "an integer"
+    elif kind == "bool":
+        if isinstance(value, bool):
+            return value
+        expected = "a boolean"
+    elif kind == "str":
+        if isinstance(value, str):
+            return value
+        expected = "a string"
+    elif kind == "solver":
+        return _solver(value, where)
+    elif isinstance(kind, tuple) and kind[0] == "choice":
+        if isinstance(value, str) and value in kind[1]:
+            return value
+        expected = "one of " + ", ".join(repr(v) for v in kind[1])
+    elif isinstance(kind, tuple) and kind[0] == "module":
+        _, family, base = kind
+        if isinstance(value, Mapping):
+            return build(family, value, section=where, base=base)
+        expected = f"a table with a `type` key (a {family} {base.__name__})"
+    got = _type_name(value)
+    shown = f" {value!r}" if not isinstance(value, dict | list) else ""
+    raise ConfigError(f"{where}: expected {expected}, got {got}{shown}.")
+
+
+def _solver(value, where: str):
+    allowed = sorted(
+        name
+        for name in dir(diffrax)
+        if _is_concrete_class(getattr(diffrax, name), diffrax.AbstractSolver)
+    )
+    if not isinstance(value, str) or value not in allowed:
+        raise ConfigError(
+            f"{where}: expected the name of a diffrax solver, got {value!r}; "
+            f"allowed: {', '.join(allowed)}."
+        )
+    return getattr(diffrax, value)()
+
+
+def build(
+    family: str, table: Mapping[str, Any], *, section: str | None = None, base=None
+):
+    """Build a system, friction law or force from its TOML table.
+
+    Args:
+        family: ``"system"``, ``"friction"`` or ``"force"``.
+        table: the table: ``type`` plus the constructor's keyword arguments
+            (sub-tables for arguments that are themselves laws or forces).
+        section: the name used in error messages (default ``[family]``).
+        base: restrict the allowed types to subclasses of this class.
+
+    Returns:
+        The constructed `eqx.Module`.
+
+    Raises:
+        ConfigError: unknown type or key, missing key, wrong value type, or a
+            parameter the constructor rejects.
+    """
+    section = f"[{family}]" if section is None else section
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{section}: expected a table, got {_type_name(table)}.")
+    allowed = available_types(family)
+    if base is not None:
+        allowed = {k: v for k, v in allowed.items() if issubclass(v, base)}
+    type_name = table.get("type")
+    if type_name is None:
+        raise ConfigError(
+            f"{section}: missing key 'type'; allowed types: {', '.join(allowed)}."
+        )
+    if type_name not in allowed:
+        raise ConfigError(
+            f"{section}: unknown type {type_name!r}; allowed types: "
+            f"{', '.join(allowed)}."
+        )
+    cls = allowed[type_name]
+    params = {p.name: p for p in _params(cls)}
+    kwargs = {}
+    for key, value in table.items():
+        if key == "type":
+            continue
+        if key not in params:
+            raise ConfigError(
+                f"{section} unknown key {key!r} for type {type_name!r}; allowed "
+                f"keys: type, {', '.join(params)}."
+            )
+        kind = params[key].kind
+        nested = isinstance(kind, tuple) and kind[0] == "module"
+        where = f"{section[:-1]}.{key}]" if nested else f"{section} key {key!r}"
+        kwargs[key] = _convert(value, kind, where)
+    missing = [p.name for p in params.values() if p.required and p.name not in kwargs]
+    if missing:
+        raise ConfigError(
+            f"{section}: missing required key(s) {', '.join(map(repr, missing))} "
+            f"for type {type_name!r}."
+        )
+    try:
+        return cls(**kwargs)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{section} {type_name}: {e}") from e
+
+
+def parse_simulate(table: Mapping[str, Any], section: str = "[simulate]") -> dict:
+    """Check and convert the ``[simulate]`` table to keywords of `simulate`."""
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{section}: expected a table, got {_type_name(table)}.")
+    out = {}
+    for key, value in table.items():
+        if key not in SIMULATE_KEYS:
+            raise ConfigError(
+                f"{section} unknown key {key!r}; allowed keys: "
+                f"{', '.join(SIMULATE_KEYS)}."
+            )
+        out[key] = _convert(value, SIMULATE_KEYS[key], f"{section} key {key!r}")
+    for key in SIMULATE_REQUIRED:
+        if key not in out:
+            raise ConfigError(f"{section}: missing required key {key!r}.")
+    out.setdefault("q0", 0.0)
+    out.setdefault("qd0", 0.0)
+    return out
+
+
+def parse_config(data: Mapping[str, Any]) -> SimulationConfig:
+    """Build a `SimulationConfig` from a configuration already read into a dict
+    (the result of `tomllib.load`)."""
+    for key in data:
+        if key not in SECTIONS:
+            raise ConfigError(
+                f"unknown section [{key}]; allowed sections: "
+                f"{', '.join(f'[{s}]' for s in SECTIONS)}."
+            )
+    for key in ("system", "friction", "simulate"):
+        if key not in data:
+            raise ConfigError(f"missing section [{key}].")
+    system = build("system", data["system"])
+    friction = build("friction", data["friction"])
+    force = build("force", data["force"]) if "force" in data else None
+    options = parse_simulate(data["simulate"])
+    return SimulationConfig(system, friction, force, options, dict(data))
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file; syntax errors become `ConfigError` naming the file."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from e
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e}") from e
+
+
+def load_config(path: str | Path) -> SimulationConfig:
+    """Read and parse a simulation configuration file (see the module docstring).
+
+    Args:
+        path: the TOML file.
+
+    Returns:
+        A `SimulationConfig`.
+
+    Raises:
+        ConfigError: the file cannot be read or is invalid; the message names the
+            section and key.
+    """
+    return parse_config(read_toml(path))
+
+
+__all__ = [
+    "SECTIONS",
+    "ConfigError",
+    "SimulationConfig",
+    "available_types",
+    "build",
+    "load_config",
+    "parse_config",
+    "parse_simulate",
+    "read_toml",
+]
