@@ -1,7 +1,135 @@
-"""Placeholder: Kikuuwe law being written."""
+"""Kikuuwe et al.'s discrete-time friction model and its RK4-integrable form.
 
+Kikuuwe & Yamamoto, "A modular software architecture for simulating mechanical
+systems involving Coulomb friction integrable by the Runge-Kutta method"
+(`shared/papers/kikuuwe_yamamoto_rk4_friction.md`). A Coulomb element of level
+``F`` is coupled to the slip coordinate through a massless object and a
+spring-damper ``K``, ``B`` (their Fig. 1); ``e`` is the spring's displacement.
+Because the model is written with the integrator's step size in it, it sticks
+with no drift and does not chatter, with no zero-velocity band.
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike
+
+from .._check import as_float, check_broadcastable, check_range
+from .._types import Float, ScalarLike, SlipVector
 from ._base import AbstractFrictionLaw
 
 
+def gsat(limit: Float[ArrayLike, "..."], x: Float[ArrayLike, "..."]) -> Array:
+    """Kikuuwe & Yamamoto, Eq. 15, for one-dimensional elements.
+
+    ``gsat(X, x) = x`` if ``|x| <= X``, else ``X x / |x|``: a saturation at
+    ``X >= 0``, which for a scalar ``x`` is ``clip(x, -X, X)``.
+    """
+    limit = jnp.asarray(limit)
+    return jnp.clip(jnp.asarray(x), -limit, limit)
+
+
 class Kikuuwe(AbstractFrictionLaw):
-    pass
+    """Kikuuwe et al.'s friction model (Kikuuwe & Yamamoto, Eq. 14 and 19).
+
+    Discrete form with step ``T`` (Eq. 14; the backward-Euler discretisation of
+    ``f = F sgn(v − ė)``, ``f = K e + B ė``, Eq. 16–17):
+
+        f(k) = gsat(F, (B + T K) v(k) + K e(k−1))
+        e(k) = (B e(k−1) + T f(k)) / (B + T K)
+
+    RK4-integrable form with the stage step size ``τ`` as an argument (Eq. 19):
+
+        f = gsat(F, (B + τ K) v + K e),    ė = (f − K e) / (B + τ K).
+
+    While the force is below ``F`` this gives ``ė = v`` exactly, so the massless
+    object ``p = s − e`` does not move: a stuck element does not drift.
+    `jaxfric.simulate` integrates it with the generalised RK4 of Eq. 21.
+
+    Every parameter is a scalar or a vector with one entry per element.
+
+    Args:
+        k: stiffness ``K`` of the viscoelastic element, N/m (N·m/rad), ``> 0``;
+            as high as the step size allows (the stick position is off by up to
+            ``2 f / k``).
+        b: viscosity ``B``, N·s/m (N·m·s/rad), ``> 0``.
+        f: Coulomb (kinetic) level ``F``, N (N·m), ``>= 0``.
+    """
+
+    k: Float[Array, "..."] = eqx.field(converter=as_float)
+    b: Float[Array, "..."] = eqx.field(converter=as_float)
+    f: Float[Array, "..."] = eqx.field(converter=as_float)
+
+    def __check_init__(self):
+        check_broadcastable({"k": self.k, "b": self.b, "f": self.f})
+        check_range("k", self.k, lower=0.0, lower_open=True)
+        check_range("b", self.b, lower=0.0, lower_open=True)
+        check_range("f", self.f, lower=0.0)
+
+    def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """Initial spring displacement ``e``: zero (m or rad), one per element."""
+        shape = jnp.broadcast_shapes(jnp.shape(slip_velocity), jnp.shape(self.k))
+        return jnp.zeros(shape, dtype=self.k.dtype)
+
+    def force_and_rate(
+        self,
+        state: Float[ArrayLike, " m"],
+        slip_velocity: Float[ArrayLike, " m"],
+        step: ScalarLike,
+    ) -> tuple[SlipVector, SlipVector]:
+        """The function ``Z`` of Kikuuwe & Yamamoto, Eq. 19.
+
+        Args:
+            state: spring displacement ``e``, m or rad.
+            slip_velocity: ``v``, m/s or rad/s.
+            step: the (stage) step size ``τ >= 0``, s.
+
+        Returns:
+            ``(f, ė)``: friction force (N or N·m) and ``de/dt`` (m/s or rad/s).
+        """
+        e = jnp.asarray(state)
+        v = jnp.asarray(slip_velocity)
+        impedance = self.b + step * self.k
+        f = gsat(self.f, impedance * v + self.k * e)
+        return f, (f - self.k * e) / impedance
+
+    def force(
+        self,
+        state: Float[ArrayLike, " m"],
+        slip_velocity: Float[ArrayLike, " m"],
+        step: ScalarLike,
+    ) -> SlipVector:
+        """Friction force of Eq. 19b, N or N·m (see `force_and_rate`)."""
+        return self.force_and_rate(state, slip_velocity, step)[0]
+
+    def state_derivative(
+        self,
+        state: Float[ArrayLike, " m"],
+        slip_velocity: Float[ArrayLike, " m"],
+        step: ScalarLike,
+    ) -> SlipVector:
+        """``ė`` of Eq. 19c, m/s or rad/s (see `force_and_rate`)."""
+        return self.force_and_rate(state, slip_velocity, step)[1]
+
+    def discrete_step(
+        self,
+        previous_state: Float[ArrayLike, " m"],
+        slip_velocity: Float[ArrayLike, " m"],
+        step: ScalarLike,
+    ) -> tuple[SlipVector, SlipVector]:
+        """One step of the discrete model, Kikuuwe & Yamamoto, Eq. 14.
+
+        Args:
+            previous_state: ``e(k−1)``, m or rad.
+            slip_velocity: ``v(k)``, m/s or rad/s.
+            step: the time step ``T > 0``, s.
+
+        Returns:
+            ``(f(k), e(k))``: force (N or N·m) and new displacement (m or rad).
+        """
+        e_prev = jnp.asarray(previous_state)
+        impedance = self.b + step * self.k
+        f = gsat(self.f, impedance * jnp.asarray(slip_velocity) + self.k * e_prev)
+        return f, (self.b * e_prev + step * f) / impedance
+
+
+__all__ = ["Kikuuwe", "gsat"]

@@ -1,1 +1,215 @@
-"""Placeholder: being written."""
+"""The Kikuuwe path: the generalised RK4 of Kikuuwe & Yamamoto, Eq. 21, as a
+`diffrax` solver that hands each stage its step size."""
+
+from collections.abc import Callable
+from typing import ClassVar
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import jax.tree_util as jtu
+
+from .._check import check_range
+from .._types import Float, Scalar, State, Vector
+from ..forces._base import AbstractForce
+from ..friction._kikuuwe import Kikuuwe
+from ..systems._base import AbstractSystem
+from ._solution import RESULTS, Solution
+
+DEFAULT_DT = 1e-3
+"""Default fixed step (s) of the Kikuuwe and Karnopp paths."""
+
+# Kikuuwe & Yamamoto, Eq. 21: stage r starts at offset T_{r-1} and gets τ = T_r,
+# with {T0, ..., T4} = {0, T/2, T/2, T, T}.
+_OFFSETS = (0.0, 0.5, 0.5, 1.0)
+_STAGE_STEPS = (0.5, 0.5, 1.0, 1.0)
+_WEIGHTS = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
+
+
+def _axpy(y, h, k):
+    return jtu.tree_map(lambda yi, ki: yi + h * ki, y, k)
+
+
+class StageStepRK4(diffrax.AbstractSolver):
+    """Fixed-step RK4 that hands each stage its step size (Kikuuwe & Yamamoto,
+    Eq. 21).
+
+    Use with `diffrax.ODETerm`, `diffrax.ConstantStepSize` and
+    ``args=(τ, other_args)`` in `diffrax.diffeqsolve`: each stage calls
+    ``vector_field(t, y, (τ, other_args))`` with its own ``τ``. Stage ``r`` is
+    evaluated at
+    ``(t0 + T_{r−1}, y0 + T_{r−1} ξ_{r−1})`` with ``τ = T_r``, where
+    ``{T0, ..., T4} = {0, h/2, h/2, h, h}``; the update is the classical
+    ``y1 = y0 + h (ξ1 + 2 ξ2 + 2 ξ3 + ξ4) / 6``. A vector field that ignores ``τ``
+    gets the classical RK4. Dense output is RK4's third-order continuous
+    extension (the cubic Hermite polynomial through ``y0, y1`` with slopes
+    ``ξ1, ξ4``).
+    """
+
+    term_structure: ClassVar = diffrax.ODETerm
+    interpolation_cls: ClassVar[
+        Callable[..., diffrax.ThirdOrderHermitePolynomialInterpolation]
+    ] = diffrax.ThirdOrderHermitePolynomialInterpolation.from_k
+
+    def order(self, terms):
+        return 4
+
+    def init(self, terms, t0, t1, y0, args):
+        return None
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        del solver_state, made_jump
+        h = t1 - t0
+        ks = []
+        k = None
+        for offset, stage_step in zip(_OFFSETS, _STAGE_STEPS, strict=True):
+            y = y0 if k is None else _axpy(y0, offset, k)
+            xi = terms.vf(t0 + offset * h, y, (stage_step * h, args[1]))
+            k = terms.prod(xi, h)  # h ξ_r
+            ks.append(k)
+        increment = jtu.tree_map(
+            lambda *kr: sum(w * kri for w, kri in zip(_WEIGHTS, kr, strict=True)), *ks
+        )
+        y1 = jtu.tree_map(lambda yi, di: yi + di, y0, increment)
+        dense_info = dict(y0=y0, y1=y1, k=jtu.tree_map(lambda *kr: jnp.stack(kr), *ks))
+        return y1, None, dense_info, None, diffrax.RESULTS.successful
+
+    def func(self, terms, t0, y0, args):
+        # τ -> 0: the continuous-time limit of the law.
+        return terms.vf(t0, y0, (0.0, args[1]))
+
+
+def applied_force(
+    force: AbstractForce | None, t: Scalar, q: Vector, qd: Vector, state: State
+) -> tuple[Vector, State]:
+    """``(τ(t, q, q̇, x), ẋ)`` with a scalar force broadcast to every coordinate."""
+    if force is None:
+        return jnp.zeros_like(q), state
+    tau = jnp.broadcast_to(force.force(t, q, qd, state), q.shape).astype(q.dtype)
+    return tau, force.state_derivative(t, q, qd, state)
+
+
+def initial_force_state(force: AbstractForce | None, q0: Vector, qd0: Vector) -> State:
+    if force is None:
+        return jnp.zeros((0,), dtype=q0.dtype)
+    return jnp.asarray(force.init_state(q0, qd0), dtype=q0.dtype)
+
+
+def step_size(dt0) -> float | jax.Array:
+    """The fixed step of the path: `dt0`, default `DEFAULT_DT` (1e-3 s)."""
+    dt = DEFAULT_DT if dt0 is None else dt0
+    check_range("dt0", dt, lower=0.0, lower_open=True)
+    return dt
+
+
+def finish_result(sol: diffrax.Solution, *arrays) -> RESULTS:
+    """diffrax's result code, or `nonfinite` when a saved value is NaN/inf."""
+    result = RESULTS.promote(sol.result)
+    finite = jnp.array(True)
+    for a in arrays:
+        finite = finite & jnp.all(jnp.isfinite(a))
+    return RESULTS.where(
+        (result == RESULTS.successful) & ~finite, RESULTS.nonfinite, result
+    )
+
+
+def fixed_step_stats(sol: diffrax.Solution, evals_per_step: int, extra: int = 0):
+    """The `Solution.stats` dict of a fixed-step path."""
+    steps = jnp.asarray(sol.stats["num_steps"], dtype=jnp.int32)
+    return dict(
+        num_steps=steps,
+        num_accepted_steps=jnp.asarray(
+            sol.stats["num_accepted_steps"], dtype=jnp.int32
+        ),
+        num_rejected_steps=jnp.asarray(
+            sol.stats["num_rejected_steps"], dtype=jnp.int32
+        ),
+        num_vf_evals=evals_per_step * steps + extra,
+        num_events=jnp.zeros((), dtype=jnp.int32),
+    )
+
+
+def simulate_kikuuwe(
+    system: AbstractSystem,
+    friction: Kikuuwe,
+    force: AbstractForce | None,
+    q0: Vector,
+    qd0: Vector,
+    t0,
+    t1,
+    ts: Float[jax.Array, " t"],
+    options,
+) -> Solution:
+    """Simulate with Kikuuwe et al.'s friction, integrated by `StageStepRK4`.
+
+    State ``(q, q̇, e, x)`` with the law's spring displacement ``e`` (Eq. 19) and
+    the applied force's state ``x``. Each stage evaluates
+    ``f, ė = Z(J q̇, e; τ)`` (Eq. 19) and ``q̈ = M⁻¹(τ − h − Jᵀ f)``
+    (Kikuuwe & Yamamoto, Eq. 13 and 22).
+
+    Options used: `dt0` (the fixed step, default 1e-3 s; stability needs roughly
+    ``dt0 < 2 √(m / K)`` for an element of inertia ``m``), `max_steps` (the
+    number of steps ``ceil((t1 − t0) / dt0)`` must not exceed it: otherwise
+    `RESULTS.max_steps_reached`), `friction_state0` (initial ``e``, default 0).
+    `solver` must be `None`; `rtol`, `atol`, `dtmax` are not used.
+
+    Returns:
+        A `Solution` with `friction` the force of Eq. 19 at the saved states with
+        ``τ = dt0`` (Eq. 20a), `friction_state` = ``e``, `modes` = ``sign(s)``,
+        no events, and ``num_vf_evals = 4 num_steps``.
+    """
+    if options.solver is not None:
+        raise ValueError(
+            "the Kikuuwe path integrates with its own generalised RK4 "
+            "(Kikuuwe & Yamamoto, Eq. 21); `solver` must be None."
+        )
+    dt = step_size(options.dt0)
+    m = system.n_friction
+    if options.friction_state0 is None:
+        e0 = friction.init_state(system.slip_velocity(q0, qd0))
+    else:
+        e0 = jnp.asarray(options.friction_state0, dtype=q0.dtype)
+    e0 = jnp.broadcast_to(e0, (m,)) if e0.ndim == 0 else e0
+    if e0.shape != (m,):
+        raise ValueError(
+            f"`friction_state0` must be a scalar or have shape ({m},); got shape "
+            f"{e0.shape}."
+        )
+    y0 = (q0, qd0, e0, initial_force_state(force, q0, qd0))
+
+    def vector_field(t, y, args):
+        tau_step, _ = args
+        q, qd, e, x = y
+        f, e_dot = friction.force_and_rate(e, system.slip_velocity(q, qd), tau_step)
+        applied, x_dot = applied_force(force, t, q, qd, x)
+        return qd, system.acceleration(q, qd, applied, f), e_dot, x_dot
+
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(vector_field),
+        StageStepRK4(),
+        t0,
+        t1,
+        dt,
+        y0,
+        args=(0.0, None),
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=diffrax.ConstantStepSize(),
+        max_steps=options.max_steps,
+        throw=False,
+    )
+    q, qd, e, x = sol.ys
+    slip = jax.vmap(system.slip_velocity)(q, qd)
+    f = jax.vmap(lambda ei, si: friction.force(ei, si, dt))(e, slip)
+    return Solution(
+        ts=ts,
+        q=q,
+        qd=qd,
+        friction=f,
+        slip_velocity=slip,
+        friction_state=e,
+        force_state=x,
+        modes=jnp.sign(slip).astype(jnp.int32),
+        event_times=jnp.zeros((0,), dtype=ts.dtype),
+        stats=fixed_step_stats(sol, 4),
+        result=finish_result(sol, q, qd, e),
+    )
