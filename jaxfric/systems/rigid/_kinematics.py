@@ -1,0 +1,75 @@
+"""Forward kinematics of a `TreeModel` (pure functions)."""
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..._types import Array, Float, Vector
+from . import _spatial as sp
+from ._model import TreeModel, structure
+
+
+def joint_poses(
+    model: TreeModel, q: Vector
+) -> tuple[Float[Array, "dof 3 3"], Float[Array, "dof 3"]]:
+    """Every body's pose in its parent body's frame at coordinates `q`.
+
+    Revolute: ``R = R_o·Rot(axis, q_i)``, ``p = p_o``; prismatic: ``R = R_o``,
+    ``p = p_o + R_o·axis·q_i`` (Featherstone 2008, Table 4.1, in pose form).
+    """
+    st = structure(model)
+    axes = jnp.asarray(st.s_omega + st.s_vel)
+    angle = jnp.where(st.prismatic, 0.0, q)
+    shift = jnp.where(st.prismatic, q, 0.0)
+    rot_o, pos_o = model.origin_rotation, model.origin_translation
+    rot = sp.matmul(rot_o, sp.axis_rotation(axes, angle))
+    pos = pos_o + sp.matvec(rot_o, axes * shift[:, None])
+    return rot, pos
+
+
+def forward_kinematics(
+    model: TreeModel, q: Vector
+) -> tuple[Float[Array, "dof 3 3"], Float[Array, "dof 3"]]:
+    """World (base-frame) poses of every body.
+
+    Args:
+        model: the tree.
+        q: joint coordinates, rad or m, shape ``(dof,)``.
+
+    Returns:
+        ``(R, p)``: body axes in base coordinates, shape ``(dof, 3, 3)``, and body
+        origins in base coordinates, m, shape ``(dof, 3)``.
+    """
+    rot, pos = joint_poses(model, q)
+    n = model.n_bodies
+    # Pointer jumping: after step k each body's pose is relative to its ancestor
+    # 2^k levels up, so log2(depth) batched compositions reach the base (few
+    # kernels to compile, whatever the depth). Index n is the base (identity).
+    up = np.array([n if p < 0 else p for p in model.parents] + [n])
+    rot = jnp.concatenate([rot, jnp.eye(3, dtype=rot.dtype)[None]])
+    pos = jnp.concatenate([pos, jnp.zeros((1, 3), dtype=pos.dtype)])
+    while np.any(up[:n] < n):
+        rot, pos = sp.compose(rot[up], pos[up], rot, pos)
+        up = up[up]
+    return rot[:n], pos[:n]
+
+
+def link_poses(
+    model: TreeModel, q: Vector
+) -> tuple[Float[Array, "link 3 3"], Float[Array, "link 3"]]:
+    """World poses of every link frame (fixed-joint links included), in the order
+    of `model.link_names`.
+
+    Args:
+        model: the tree.
+        q: joint coordinates, shape ``(dof,)``.
+
+    Returns:
+        ``(R, p)`` of shapes ``(link, 3, 3)`` and ``(link, 3)``.
+    """
+    rot_w, pos_w = forward_kinematics(model, q)
+    bodies = jnp.asarray([max(b, 0) for b in model.link_bodies])
+    on_base = jnp.asarray([b < 0 for b in model.link_bodies])
+    # Links welded to the base: the identity pose in place of a body's pose.
+    rot_b = jnp.where(on_base[:, None, None], jnp.eye(3), rot_w[bodies])
+    pos_b = jnp.where(on_base[:, None], 0.0, pos_w[bodies])
+    return sp.compose(rot_b, pos_b, model.link_rotation, model.link_translation)
