@@ -22,3 +22,10 @@ from .results import (
     write_json as write_json,
     write_npz as write_npz,
 )
+from .urdf import (
+    URDFRobot as URDFRobot,
+    build_urdf as build_urdf,
+    load_urdf as load_urdf,
+    parse_urdf as parse_urdf,
+    parse_urdf_string as parse_urdf_string,
+)
