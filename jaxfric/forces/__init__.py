@@ -6,6 +6,11 @@ from ._base import (
     Constant as Constant,
     FunctionForce as FunctionForce,
 )
+from ._controllers import (
+    PD as PD,
+    PID as PID,
+    ComputedTorque as ComputedTorque,
+)
 from ._inputs import (
     FourierSeries as FourierSeries,
     Sine as Sine,
