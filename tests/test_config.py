@@ -157,3 +157,19 @@ def test_missing_section_and_bad_toml(tmp_path):
 
 def test_config_error_is_a_value_error():
     assert issubclass(ConfigError, ValueError)
+
+
+def test_reference_trajectory_is_a_nested_force_table():
+    # A controller's `reference` (a trajectory protocol) is built from a
+    # sub-table restricted to forces that have position/velocity methods.
+    text = _BASE.replace(
+        'type = "Sine"\namplitude = [0.5]\nomega = 2.0',
+        'type = "PD"\nkp = 4.0\nkd = 1.0\n\n[force.reference]\n'
+        'type = "FourierSeries"\na = [1.0]\nb = [0.5]\nomega = 2.0',
+    )
+    cfg = _parse(text)
+    assert isinstance(cfg.force.reference, jf.forces.FourierSeries)
+    with pytest.raises(ConfigError) as info:
+        _parse(text.replace('type = "FourierSeries"', 'type = "Sine"'))
+    assert "[force.reference]" in str(info.value)
+    assert "allowed types: FourierSeries" in str(info.value)

@@ -106,7 +106,7 @@ class SimulationConfig(NamedTuple):
 class _Param(NamedTuple):
     name: str
     kind: Any  # "number", "array", "int", "bool", "str", ("choice", values),
-    #            ("module", family, base class)
+    #            ("tuple", str or int), ("module", family, base class or protocol)
     required: bool
 
 
@@ -138,6 +138,16 @@ def _kind_of(annotation):
         return ("choice", typing.get_args(annotation))
     if annotation in (str, bool, int, float):
         return {str: "str", bool: "bool", int: "int", float: "number"}[annotation]
+    if getattr(annotation, "_is_protocol", False):
+        if getattr(annotation, "_is_runtime_protocol", False):
+            # A reference trajectory (`position(t)`, ...): any force class that
+            # has the protocol's methods, e.g. FourierSeries.
+            return ("module", "force", annotation)
+        return None
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        if args[0] in (str, int):  # static structure: names, parent indices
+            return ("tuple", args[0])
     if inspect.isclass(annotation):
         for family, (base, _) in _BASES.items():
             if issubclass(annotation, base):
@@ -235,6 +245,13 @@ def _convert(value, kind, where: str):
         expected = "a string"
     elif kind == "solver":
         return _solver(value, where)
+    elif isinstance(kind, tuple) and kind[0] == "tuple":
+        item = kind[1]
+        if isinstance(value, list) and all(
+            isinstance(v, item) and not isinstance(v, bool) for v in value
+        ):
+            return tuple(value)
+        expected = f"an array of {'strings' if item is str else 'integers'}"
     elif isinstance(kind, tuple) and kind[0] == "choice":
         if isinstance(value, str) and value in kind[1]:
             return value
