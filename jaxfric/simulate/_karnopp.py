@@ -1,1 +1,224 @@
-"""Placeholder: being written."""
+"""The Karnopp path: fixed-step integration with a zero-velocity band (Karnopp 1985).
+
+Choices, from Karnopp's text (`shared/papers/karnopp1985_stick_slip.md`):
+
+- Elements with ``|s| < dv`` are stuck. Their stick forces are solved together
+  from the Delassus system (`solve_stick`; Karnopp Eq. 3, 11, 15–21 are its
+  special cases), so the slip accelerations of the stuck elements are zero and
+  their slip velocities stay where they entered the band.
+- A stick force beyond its breakaway level is held at that level (the limiter of
+  Fig. 2(c)); the element furthest beyond is released first and the others are
+  re-solved, as in the case analysis of Sec. IV. The released element
+  accelerates out of the band.
+- Momentum band (Eq. 4–5): inside the band the velocity that moves the positions
+  is set to zero exactly. For several degrees of freedom this is the velocity
+  after a perfectly inelastic impulse on the stuck slip coordinates,
+  ``q̇_kin = q̇ − M⁻¹ J_Bᵀ (J_B M⁻¹ J_Bᵀ)⁻¹ J_B q̇`` (``B`` the elements in the
+  band), which for one mass is Karnopp's ``V = 0``. So stuck elements do not
+  creep, while ``q̇`` (Karnopp's momentum ``P/m``) keeps its small value.
+"""
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._types import Float, SlipVector, Vector
+from ..forces._base import AbstractForce
+from ..friction._karnopp import Karnopp
+from ..systems._base import AbstractSystem
+from ._kikuuwe import (
+    StageStepRK4,
+    applied_force,
+    finish_result,
+    fixed_step_stats,
+    initial_force_state,
+    step_size,
+)
+from ._solution import Solution
+from ._stick import free_acceleration
+
+
+def _masked_solve(delassus, rhs, mask):
+    """Solve the rows and columns of `mask` of ``delassus x = rhs``; zero elsewhere
+    (fixed shapes: free rows become identity rows, as in `solve_stick`)."""
+    both = mask[:, None] & mask[None, :]
+    eye = jnp.eye(mask.shape[0], dtype=delassus.dtype)
+    return jnp.linalg.solve(jnp.where(both, delassus, eye), jnp.where(mask, rhs, 0.0))
+
+
+def karnopp_friction(
+    system: AbstractSystem, law: Karnopp, q: Vector, qd: Vector, net: Vector
+) -> tuple[SlipVector, Vector, Vector]:
+    """Friction, acceleration and kinematic velocity of Karnopp's model.
+
+    The stick forces solve the Delassus system of `solve_stick` (Farhat et al.
+    2010, Eq. 7 generalised), here with one factorisation of ``M(q)`` shared by
+    the release rounds and the momentum band.
+
+    Args:
+        system: the mechanical system.
+        law: the Karnopp law.
+        q, qd: positions and (momentum) velocities.
+        net: ``τ − h``, every force but friction, N or N·m.
+
+    Returns:
+        ``(f, q̈, q̇_kin)``: friction per element (N or N·m), accelerations, and the
+        velocity with which ``q`` moves (zero slip velocity in the band).
+    """
+    acc_free, minv_jt, jac = free_acceleration(system, q, qd, net)
+    delassus = jac @ minv_jt
+    # Slip accelerations without friction: J M⁻¹ (τ − h) + J̇ q̇.
+    slip_acc_free = jac @ acc_free + system.friction_jacobian_dot_qd(q, qd)
+    slip = jac @ qd
+    band = law.in_band(slip)
+    f_slip = law.slip_force(slip)
+    ones = jnp.ones_like(slip)
+    limit_pos = law.static_limit(ones)
+    limit_neg = law.static_limit(-ones)
+    scale = jnp.maximum(jnp.maximum(limit_pos, limit_neg), 1e-30)
+    index = jnp.arange(slip.shape[0])
+
+    def solve(stuck, held):
+        given = jnp.where(stuck, 0.0, jnp.where(band, held, f_slip))
+        f_stick = _masked_solve(delassus, slip_acc_free - delassus @ given, stuck)
+        return jnp.where(stuck, f_stick, given)
+
+    def release_one(_, carry):
+        stuck, held = carry
+        friction = solve(stuck, held)
+        # Relative violation, so elements with different force scales compare.
+        excess = jnp.maximum(friction - limit_pos, -limit_neg - friction) / scale
+        excess = jnp.where(stuck, excess, -jnp.inf)
+        worst = jnp.argmax(excess)
+        release = (excess[worst] > 0) & (index == worst)
+        limited = jnp.clip(friction, -limit_neg, limit_pos)
+        return stuck & ~release, jnp.where(release, limited, held)
+
+    stuck, held = jax.lax.fori_loop(
+        0, slip.shape[0], release_one, (band, jnp.zeros_like(slip))
+    )
+    friction = solve(stuck, held)
+    acc = acc_free - minv_jt @ friction
+    # Momentum band: the impulse that zeroes the band's slip velocities.
+    qd_kin = qd - minv_jt @ _masked_solve(delassus, slip, band)
+    return friction, acc, qd_kin
+
+
+def _num_stages(solver) -> tuple[int, int]:
+    """``(vf evaluations per step, extra evaluations at the start)``."""
+    if isinstance(solver, StageStepRK4):
+        return 4, 0
+    if isinstance(solver, diffrax.Euler):
+        return 1, 0
+    if isinstance(solver, diffrax.AbstractERK) and isinstance(
+        solver.tableau, diffrax.ButcherTableau
+    ):
+        tableau = solver.tableau
+        if tableau.fsal:
+            return tableau.num_stages - 1, 1
+        return tableau.num_stages, 0
+    raise ValueError(
+        "the Karnopp path takes an explicit fixed-step solver: None (RK4), "
+        f"diffrax.Euler or an explicit Runge-Kutta solver; got {type(solver).__name__}."
+    )
+
+
+class _KarnoppField(eqx.Module):
+    """Vector field of the Karnopp path; a Module (not a closure) so that repeated
+    `simulate` calls with the same structure reuse the compiled solve."""
+
+    system: AbstractSystem
+    friction: Karnopp
+    force: AbstractForce | None
+
+    def rates(self, t, y):
+        """``(f, dy/dt)`` for the state ``y = (q, q̇, x)``."""
+        q, qd, x = y
+        applied, x_dot = applied_force(self.force, t, q, qd, x)
+        net = applied - self.system.bias_force(q, qd)
+        f, acc, qd_kin = karnopp_friction(self.system, self.friction, q, qd, net)
+        return f, (qd_kin, acc, x_dot)
+
+    def __call__(self, t, y, args):
+        return self.rates(t, y)[1]
+
+
+@eqx.filter_jit
+def _saved_rates(field: _KarnoppField, ts, ys):
+    # Jitted: run eagerly, the release loop would be dispatched op by op.
+    return jax.vmap(field.rates)(ts, ys)
+
+
+def simulate_karnopp(
+    system: AbstractSystem,
+    friction: Karnopp,
+    force: AbstractForce | None,
+    q0: Vector,
+    qd0: Vector,
+    t0,
+    t1,
+    ts: Float[jax.Array, " t"],
+    options,
+) -> Solution:
+    """Simulate with Karnopp's zero-velocity band at a fixed step (Karnopp 1985).
+
+    State ``(q, q̇, x)``: positions, velocities (Karnopp's momenta ``P/m``) and
+    the applied force's state. ``dq/dt`` is the kinematic velocity of
+    `karnopp_friction` (zero slip velocity in the band), ``dq̇/dt = M⁻¹(τ − h −
+    Jᵀ f)``.
+
+    Options used: `solver` (default classical RK4; `diffrax.Euler` or any
+    explicit Runge-Kutta solver, e.g. `diffrax.Heun()`), `dt0` (the fixed step,
+    default 1e-3 s; the band must be wider than one step's change of velocity,
+    ``dv > |q̈| dt0``, or elements step across it), `max_steps` (the number of
+    steps ``ceil((t1 − t0) / dt0)`` must not exceed it: otherwise
+    `RESULTS.max_steps_reached`). `friction_state0` must be `None`; `rtol`,
+    `atol`, `dtmax` are not used.
+
+    Returns:
+        A `Solution` with `qd` the kinematic velocity (exactly zero slip velocity
+        while stuck) and `slip_velocity` = ``J qd``; `friction_state` the slip
+        velocity of the momentum ``J q̇`` (inside ``(−dv, dv)`` while stuck);
+        `friction` Karnopp's force; `modes` ``0`` in the band, else ``sign(s)``;
+        no events.
+    """
+    if options.friction_state0 is not None:
+        raise ValueError("the Karnopp law has no internal state: `friction_state0`.")
+    solver = StageStepRK4() if options.solver is None else options.solver
+    per_step, extra = _num_stages(solver)
+    dt = step_size(options.dt0)
+
+    field = _KarnoppField(system, friction, force)
+
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(field),
+        solver,
+        t0,
+        t1,
+        dt,
+        (q0, qd0, initial_force_state(force, q0, qd0)),
+        args=(0.0, None),  # StageStepRK4 sets the first entry; unused here
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=diffrax.ConstantStepSize(),
+        max_steps=options.max_steps,
+        throw=False,
+    )
+    q, qd, x = sol.ys
+    f, (qd_kin, _, _) = _saved_rates(field, ts, sol.ys)
+    momentum_slip = jax.vmap(system.slip_velocity)(q, qd)
+    slip = jax.vmap(system.slip_velocity)(q, qd_kin)
+    band = jax.vmap(friction.in_band)(momentum_slip)
+    return Solution(
+        ts=ts,
+        q=q,
+        qd=qd_kin,
+        friction=f,
+        slip_velocity=slip,
+        friction_state=momentum_slip,
+        force_state=x,
+        modes=jnp.where(band, 0, jnp.sign(momentum_slip)).astype(jnp.int32),
+        event_times=jnp.zeros((0,), dtype=ts.dtype),
+        stats=fixed_step_stats(sol, per_step, extra),
+        result=finish_result(sol, q, qd, f),
+    )

@@ -5,6 +5,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
@@ -24,10 +25,6 @@ DEFAULT_DT = 1e-3
 _OFFSETS = (0.0, 0.5, 0.5, 1.0)
 _STAGE_STEPS = (0.5, 0.5, 1.0, 1.0)
 _WEIGHTS = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
-
-
-def _axpy(y, h, k):
-    return jtu.tree_map(lambda yi, ki: yi + h * ki, y, k)
 
 
 class StageStepRK4(diffrax.AbstractSolver):
@@ -60,18 +57,24 @@ class StageStepRK4(diffrax.AbstractSolver):
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         del solver_state, made_jump
         h = t1 - t0
-        ks = []
-        k = None
-        for offset, stage_step in zip(_OFFSETS, _STAGE_STEPS, strict=True):
-            y = y0 if k is None else _axpy(y0, offset, k)
-            xi = terms.vf(t0 + offset * h, y, (stage_step * h, args[1]))
+
+        def stage(k_prev, fractions):
+            offset, tau = fractions
+            y = jtu.tree_map(lambda yi, ki: yi + offset * ki, y0, k_prev)
+            xi = terms.vf(t0 + offset * h, y, (tau * h, args[1]))
             k = terms.prod(xi, h)  # h ξ_r
-            ks.append(k)
-        increment = jtu.tree_map(
-            lambda *kr: sum(w * kri for w, kri in zip(_WEIGHTS, kr, strict=True)), *ks
+            return k, k
+
+        # One traced vector field for the four stages (a scan, not an unrolled
+        # loop) keeps compile time down for expensive vector fields.
+        zeros = jtu.tree_map(jnp.zeros_like, y0)
+        fractions = (jnp.asarray(_OFFSETS), jnp.asarray(_STAGE_STEPS))
+        _, ks = jax.lax.scan(stage, zeros, fractions)
+        weights = jnp.asarray(_WEIGHTS)
+        y1 = jtu.tree_map(
+            lambda yi, ki: yi + jnp.tensordot(weights, ki, axes=1), y0, ks
         )
-        y1 = jtu.tree_map(lambda yi, di: yi + di, y0, increment)
-        dense_info = dict(y0=y0, y1=y1, k=jtu.tree_map(lambda *kr: jnp.stack(kr), *ks))
+        dense_info = dict(y0=y0, y1=y1, k=ks)
         return y1, None, dense_info, None, diffrax.RESULTS.successful
 
     def func(self, terms, t0, y0, args):
@@ -129,6 +132,23 @@ def fixed_step_stats(sol: diffrax.Solution, evals_per_step: int, extra: int = 0)
     )
 
 
+class _KikuuweField(eqx.Module):
+    """Vector field of the Kikuuwe path; a Module (not a closure) so that repeated
+    `simulate` calls with the same structure reuse the compiled solve."""
+
+    system: AbstractSystem
+    friction: Kikuuwe
+    force: AbstractForce | None
+
+    def __call__(self, t, y, args):
+        tau_step, _ = args
+        q, qd, e, x = y
+        v = self.system.slip_velocity(q, qd)
+        f, e_dot = self.friction.force_and_rate(e, v, tau_step)
+        applied, x_dot = applied_force(self.force, t, q, qd, x)
+        return qd, self.system.acceleration(q, qd, applied, f), e_dot, x_dot
+
+
 def simulate_kikuuwe(
     system: AbstractSystem,
     friction: Kikuuwe,
@@ -177,15 +197,8 @@ def simulate_kikuuwe(
         )
     y0 = (q0, qd0, e0, initial_force_state(force, q0, qd0))
 
-    def vector_field(t, y, args):
-        tau_step, _ = args
-        q, qd, e, x = y
-        f, e_dot = friction.force_and_rate(e, system.slip_velocity(q, qd), tau_step)
-        applied, x_dot = applied_force(force, t, q, qd, x)
-        return qd, system.acceleration(q, qd, applied, f), e_dot, x_dot
-
     sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(vector_field),
+        diffrax.ODETerm(_KikuuweField(system, friction, force)),
         StageStepRK4(),
         t0,
         t1,
