@@ -181,7 +181,7 @@ def test_lugre_state_equation_and_force():
 
 def test_lugre_steady_state_is_stribeck_curve():
     """At constant slip velocity z settles where ż = 0 and the force equals
-    ``g(v)·sign(v) + σ2·v`` (Canudas de Wit et al. 1995, Eq. 5)."""
+    ``g(v)·sign(v) + σ2·v`` (Canudas de Wit et al. 1995, Sec. 2)."""
     law = jf.LuGre(**LUGRE)
     v = np.array([-0.1, -0.003, -0.001, -2e-4, 2e-4, 5e-4, 0.001, 0.003, 0.1])
     # integrate ż(z, v) from relaxed bristles for many time constants fc/(σ0|v|)

@@ -279,7 +279,7 @@ def test_lugre_stick_slip_matches_scipy(free_mass):
 
 
 def test_lugre_periodic_stick_slip(free_mass):
-    """Periodic stick-slip (Canudas de Wit et al. 1995, Sec. 4). Measured: slip
+    """Periodic stick-slip (the example of Canudas de Wit et al. 1995). Measured: slip
     onsets at 7.458, 13.821, 20.183 s, period 6.363 s, stick phases (v < 0.01
     m/s) of 3.597 s with creep below 3e-5 m/s; the switch model gives 6.512 s and
     3.672 s."""

@@ -21,7 +21,8 @@ def _abs(v):
 
 
 class LuGre(AbstractDynamicLaw):
-    """The LuGre law, Canudas de Wit, Olsson, Åström & Lischinsky 1995, Eq. 1–4:
+    """The LuGre law, Canudas de Wit, Olsson, Åström & Lischinsky 1995, Sec. 2
+    (their ``g`` is in length units: ``g_paper = g/σ0``):
 
         ``ż = v − σ0·|v|·z / g(v)``,
         ``g(v) = fc + (fs − fc)·exp(−(v/vs)²)``,
@@ -130,7 +131,7 @@ class LuGre(AbstractDynamicLaw):
     def state_derivative(
         self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
     ) -> SlipVector:
-        """``ż = v − σ0·|v|·z / g(v)``, m/s (Canudas de Wit et al. 1995, Eq. 1)."""
+        """``ż = v − σ0·|v|·z / g(v)``, m/s (Canudas de Wit et al. 1995)."""
         v = jnp.asarray(slip_velocity)
         z = jnp.asarray(state)
         return v - self.sigma0 * _abs(v) * z / self.stribeck_curve(v)
@@ -138,7 +139,7 @@ class LuGre(AbstractDynamicLaw):
     def force(
         self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
     ) -> SlipVector:
-        """``f = σ0·z + σ1·ż + σ2·v``, N (Canudas de Wit et al. 1995, Eq. 2)."""
+        """``f = σ0·z + σ1·ż + σ2·v``, N (Canudas de Wit et al. 1995)."""
         v = jnp.asarray(slip_velocity)
         z = jnp.asarray(state)
         zdot = self.state_derivative(z, v)

@@ -10,7 +10,7 @@ Reusable pieces for other paths:
 - `StateLayout`: splits/joins the flat state vector.
 - `rhs(system, force, friction_fn, layout)`: the vector field ``ẏ = F(t, y)`` as
   an `eqx.Module`, for any ``friction_fn(t, slip_velocity, z) -> (f, ż)``.
-- `saved_outputs(system, force, friction_fn, layout, ts, ys)`: the per-time
+- `saved_outputs(system, friction_fn, layout, ts, ys)`: the per-time
   fields of a `Solution` (positions, velocities, friction, slip velocity, modes,
   internal and force states) from saved states.
 - `count_vf_evals(solver, num_steps)`: the vector-field evaluation count.
@@ -153,7 +153,6 @@ def force_state0(force: AbstractForce | None, q0: Vector, qd0: Vector) -> State:
 
 def saved_outputs(
     system: AbstractSystem,
-    force: AbstractForce | None,
     friction_fn: Callable,
     layout: StateLayout,
     ts: Float[Array, " t"],
@@ -200,11 +199,14 @@ def count_vf_evals(
     reveal (checked against a counting callback). For implicit (ESDIRK, e.g.
     Kvaerno5) solvers it counts one evaluation per stage; the Newton iterations
     and Jacobians of the stage solves are not counted, so it is a lower bound.
-    Solvers that are not Runge–Kutta report ``-1`` (not counted).
+    Other solvers (not Runge–Kutta, or IMEX with several tableaus) report
+    ``-1`` (not counted).
     """
     if not isinstance(solver, diffrax.AbstractRungeKutta):
         return jnp.asarray(-1)
     tableau = solver.tableau
+    if not isinstance(tableau, diffrax.ButcherTableau):
+        return jnp.asarray(-1)
     stages = len(tableau.c) + 1
     if tableau.fsal:
         return 1 + (stages - 1) * num_steps
@@ -230,7 +232,7 @@ def _solve(
         max_steps=options.max_steps,
         throw=False,  # failures become `Solution.result`; `simulate` applies throw
     )
-    fields = saved_outputs(system, force, friction_fn, layout, ts, sol.ys)
+    fields = saved_outputs(system, friction_fn, layout, ts, sol.ys)
     num_steps = jnp.asarray(sol.stats["num_steps"])
     stats = dict(
         num_steps=num_steps,
