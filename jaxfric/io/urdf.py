@@ -71,12 +71,13 @@ def _numbers(text: str | None, count: int, where: str, default=None) -> np.ndarr
         if default is None:
             raise ValueError(f"{where} is missing.")
         return np.asarray(default, dtype=float)
+    what = "a finite number" if count == 1 else f"{count} finite numbers"
     try:
         values = [float(x) for x in text.split()]
     except ValueError:
-        raise ValueError(f"{where} must be {count} numbers; got {text!r}.") from None
+        raise ValueError(f"{where} must be {what}; got {text!r}.") from None
     if len(values) != count or not all(math.isfinite(v) for v in values):
-        raise ValueError(f"{where} must be {count} finite numbers; got {text!r}.")
+        raise ValueError(f"{where} must be {what}; got {text!r}.")
     return np.asarray(values)
 
 
@@ -237,17 +238,19 @@ def _parse(root: ET.Element, allow_missing_inertia: bool) -> URDFRobot:
             f"child); found {roots or 'none (the joints form a cycle)'}."
         )
     base = roots[0]
-    # Breadth-first from the root gives a topological order.
+    # Depth-first preorder from the root, children in document order (the order
+    # of Pinocchio and urdfdom): a topological order with branches contiguous.
+    children: dict[str, list[str]] = {name: [] for name in links}
+    for name, j in joints.items():
+        children[j["parent"]].append(name)
     order: list[str] = []
     index_of_link = {base: -1}
-    frontier = [base]
-    while frontier:
-        link = frontier.pop(0)
-        for name, j in joints.items():
-            if j["parent"] == link:
-                index_of_link[j["child"]] = len(order)
-                order.append(name)
-                frontier.append(j["child"])
+    stack = list(reversed(children[base]))
+    while stack:
+        name = stack.pop()
+        index_of_link[joints[name]["child"]] = len(order)
+        order.append(name)
+        stack.extend(reversed(children[joints[name]["child"]]))
     unreached = sorted(set(links) - set(index_of_link))
     if unreached:
         raise ValueError(

@@ -55,7 +55,7 @@ def _rnea(model: TreeModel, q, qd, qdd):
     c_w, c_v = sp.cross_motion(omega, vel, u_w, u_v)
     drive = jnp.concatenate([s_w * qdd[:, None] + c_w, s_v * qdd[:, None] + c_v], 1)
     acceleration = _tree_sum(anc, drive)
-    alpha, acc = acceleration[:, :3], acceleration[:, 3:] - model.gravity
+    alpha, acc = acceleration[:, :3], acceleration[:, 3:] - model.gravity[None, :]
     n_a, f_a = sp.inertia_apply(*inertia, alpha, acc)
     n_c, f_c = sp.cross_force(omega, vel, *sp.inertia_apply(*inertia, omega, vel))
     body_force = jnp.concatenate([n_a + n_c, f_a + f_c], axis=1)

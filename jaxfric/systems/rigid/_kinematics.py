@@ -70,6 +70,6 @@ def link_poses(
     bodies = jnp.asarray([max(b, 0) for b in model.link_bodies])
     on_base = jnp.asarray([b < 0 for b in model.link_bodies])
     # Links welded to the base: the identity pose in place of a body's pose.
-    rot_b = jnp.where(on_base[:, None, None], jnp.eye(3), rot_w[bodies])
+    rot_b = jnp.where(on_base[:, None, None], jnp.eye(3)[None], rot_w[bodies])
     pos_b = jnp.where(on_base[:, None], 0.0, pos_w[bodies])
     return sp.compose(rot_b, pos_b, model.link_rotation, model.link_translation)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -130,8 +131,9 @@ def _static_axes(axes, n: int, joint_names) -> tuple[tuple[float, float, float],
 
 
 def _check_inertia(name: str, mass, inertia) -> None:
-    """Masses ``>= 0``; inertias symmetric with eigenvalues ``>= 0`` and the
-    triangle inequality of principal moments (a physical rigid body)."""
+    """Masses ``>= 0``; inertias symmetric with eigenvalues ``>= 0`` (the triangle
+    inequality of principal moments is not enforced: many robot files break it
+    slightly, and it does not affect the mass matrix's definiteness)."""
     if not (is_concrete(mass) and is_concrete(inertia)):
         return
     check_range(f"mass of {name}", mass, lower=0.0)
@@ -142,10 +144,10 @@ def _check_inertia(name: str, mass, inertia) -> None:
         raise ValueError(f"inertia of {name} must be symmetric; got {inertia!r}.")
     eig = np.sort(np.linalg.eigvalsh(inertia))
     tol = 1e-9 * scale
-    if eig[0] < -tol or eig[0] + eig[1] < eig[2] - tol:
+    if eig[0] < -tol:
         raise ValueError(
             f"inertia of {name} is not physical (principal moments {eig!r} must be "
-            ">= 0 and satisfy the triangle inequality)."
+            ">= 0)."
         )
 
 
@@ -230,7 +232,7 @@ def build_model(
     )
     # Concrete inputs are merged in NumPy (no tracing or dispatch cost); traced
     # ones in jax.numpy, so that a model built under `jit` stays differentiable.
-    concrete = all(is_concrete(v) for v in arrays.values())
+    concrete = all(is_concrete(x) for x in jax.tree_util.tree_leaves(arrays))
     xp = np if concrete else jnp
     arrays = {name: xp.asarray(v, dtype=float) for name, v in arrays.items()}
     shapes = dict(

@@ -22,40 +22,34 @@ def _xp(*arrays):
     return jnp if any(isinstance(a, jax.Array) for a in arrays) else np
 
 
+# Levi-Civita symbol: (x × y)_i = ε_ijk x_j y_k.
+_LEVI_CIVITA = np.zeros((3, 3, 3))
+for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+    _LEVI_CIVITA[_i, _j, _k], _LEVI_CIVITA[_i, _k, _j] = 1.0, -1.0
+
+
 def matmul(a, b):
     """Batched 3×3 matrix product as a broadcast multiply and sum: XLA fuses it
     with its neighbours, where a ``dot`` would be one more kernel to compile."""
-    return (a[..., :, :, None] * b[..., None, :, :]).sum(-2)
+    xp = _xp(a, b)
+    return (xp.expand_dims(a, -1) * xp.expand_dims(b, -3)).sum(-2)
 
 
 def matvec(a, v):
     """Batched matrix–vector product ``a @ v`` (see `matmul`)."""
-    return (a * v[..., None, :]).sum(-1)
+    return (a * _xp(a, v).expand_dims(v, -2)).sum(-1)
 
 
 def cross(a, b):
-    """``a × b`` over the last axis."""
-    xp = _xp(a, b)
-    return xp.stack(
-        [
-            a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-            a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-            a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0],
-        ],
-        axis=-1,
-    )
+    """``a × b`` over the last axis (`jnp.cross` is jitted: traced once per shape)."""
+    return _xp(a, b).cross(a, b)
 
 
 def skew(x):
     """Cross-product matrices ``[x]×`` (``[x]× y = x × y``), shape ``(..., 3, 3)``."""
     xp = _xp(x)
-    zero = xp.zeros_like(x[..., 0])
-    rows = [
-        xp.stack([zero, -x[..., 2], x[..., 1]], axis=-1),
-        xp.stack([x[..., 2], zero, -x[..., 0]], axis=-1),
-        xp.stack([-x[..., 1], x[..., 0], zero], axis=-1),
-    ]
-    return xp.stack(rows, axis=-2)
+    eps = _LEVI_CIVITA.reshape((1,) * (x.ndim - 1) + (3, 3, 3))
+    return (eps * xp.expand_dims(x, (-3, -1))).sum(-2)
 
 
 def rpy_matrix(rpy):
@@ -86,7 +80,7 @@ def axis_rotation(axis, angle):
     k = skew(xp.asarray(axis, dtype=float))
     s = xp.sin(angle)[..., None, None]
     c = xp.cos(angle)[..., None, None]
-    return xp.eye(3) + s * k + (1.0 - c) * matmul(k, k)
+    return xp.broadcast_to(xp.eye(3), k.shape) + s * k + (1.0 - c) * matmul(k, k)
 
 
 def compose(rot1, pos1, rot2, pos2):

@@ -1,0 +1,329 @@
+"""Rigid-body trees (`jaxfric.systems.rigid`, `RigidBodyTree`) and the closed-form
+`TwoLinkArm`: analytic mechanisms, fixed-joint merging, the system interface,
+and validation. (Real robots are checked against Pinocchio in test_pinocchio.py.)
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxfric as jf
+from jaxfric.systems import RigidBodyTree, TwoLinkArm, rigid
+
+# Closed forms and the tree evaluate the same expressions in another order.
+_TOLERANCE = 1e-12
+_G = 9.81
+
+
+@jax.jit
+def _closed_form(arm, q, qd):
+    return arm.mass_matrix(q), arm.bias_force(q, qd), arm.positions(q)
+
+
+@jax.jit
+def _mass_bias_bodies(system, q, qd):
+    """The smaller set for the planar-arm comparisons (less to compile)."""
+    return system.mass_matrix(q), system.bias_force(q, qd), system.forward_kinematics(q)
+
+
+@jax.jit
+def _terms(system, q, qd, qdd):
+    """Everything a test compares, for one system: one compilation per tree."""
+    return dict(
+        mass_matrix=system.mass_matrix(q),
+        bias=system.bias_force(q, qd),
+        inverse=system.inverse_dynamics(q, qd, qdd),
+        gravity=system.gravity_force(q),
+        wrenches=system.joint_wrenches(q, qd, qdd),
+        accel=system.acceleration(
+            q, qd, system.inverse_dynamics(q, qd, qdd), jnp.zeros(system.n_friction)
+        ),
+        bodies=system.forward_kinematics(q),
+        links=rigid.link_poses(system.model, q),
+    )
+
+
+def _lift_pendulum(m1=1.5, m2=0.8, length=0.4, inertia=0.02, damping=0.0):
+    """A vertical prismatic lift (joint 1, along z) carrying a pendulum (joint 2,
+    about x). The pendulum link itself is massless; its bob is a separate link
+    on a fixed joint at distance `length` along the pendulum's y axis, so the
+    dynamics only come out right if the fixed joint is merged."""
+    eye = np.eye(3)
+    return RigidBodyTree(
+        parents=[-1, 0, 1],
+        joint_types=["prismatic", "revolute", "fixed"],
+        axes=[[0, 0, 1], [1, 0, 0], [1, 0, 0]],
+        origin_translation=[[0.0, 0.0, 0.5], [0.0, 0.0, 0.0], [0.0, length, 0.0]],
+        mass=[m1, 0.0, m2],
+        com=np.zeros((3, 3)),
+        inertia=[0.1 * eye, 0.0 * eye, np.diag([inertia, 0.01, 0.01])],
+        damping=damping,
+        joint_names=["lift", "swing", "bob_mount"],
+        link_names=["carriage", "pendulum", "bob"],
+    )
+
+
+def _lift_pendulum_closed_form(q, qd, m1=1.5, m2=0.8, length=0.4, inertia=0.02):
+    """Lagrange's equations by hand: bob at ``(0, l cos θ, z + l sin θ)``,
+    ``T = ½ m1 ż² + ½ m2 (ż² + 2 l cos θ ż θ̇ + l² θ̇²) + ½ I θ̇²``,
+    ``V = (m1 + m2) g z + m2 g l sin θ``."""
+    c, s = np.cos(q[1]), np.sin(q[1])
+    mass = np.array(
+        [[m1 + m2, m2 * length * c], [m2 * length * c, m2 * length**2 + inertia]]
+    )
+    coriolis = np.array([-m2 * length * s * qd[1] ** 2, 0.0])
+    gravity = np.array([(m1 + m2) * _G, m2 * _G * length * c])
+    return mass, coriolis + gravity, gravity
+
+
+def test_lift_pendulum_matches_lagrange():
+    system = _lift_pendulum(damping=0.3)
+    q, qd, qdd = np.array([0.2, 0.7]), np.array([-0.4, 1.3]), np.array([0.5, -2.0])
+    out = _terms(system, jnp.asarray(q), jnp.asarray(qd), jnp.asarray(qdd))
+    mass, bias, gravity = _lift_pendulum_closed_form(q, qd)
+    np.testing.assert_allclose(out["mass_matrix"], mass, rtol=0, atol=_TOLERANCE)
+    np.testing.assert_allclose(out["bias"], bias + 0.3 * qd, rtol=0, atol=_TOLERANCE)
+    np.testing.assert_allclose(out["gravity"], gravity, rtol=0, atol=_TOLERANCE)
+    np.testing.assert_allclose(
+        out["inverse"], mass @ qdd + bias + 0.3 * qd, rtol=0, atol=_TOLERANCE
+    )
+    # Forward dynamics inverts inverse dynamics.
+    np.testing.assert_allclose(out["accel"], qdd, rtol=0, atol=1e-10)
+
+
+def test_static_joint_wrenches():
+    """At rest with the pendulum horizontal (θ = 0), each joint carries the weight
+    hanging below it: statics by hand."""
+    m1, m2, length = 1.5, 0.8, 0.4
+    system = _lift_pendulum(m1, m2, length)
+    zero = jnp.zeros(2)
+    wrench = np.asarray(_terms(system, zero, zero, zero)["wrenches"])
+    # Pendulum joint (frame at the pivot): holds the bob, weight m2 g at y = l.
+    np.testing.assert_allclose(
+        wrench[1], [m2 * _G * length, 0, 0, 0, 0, m2 * _G], rtol=0, atol=_TOLERANCE
+    )
+    # Lift joint (frame at its own origin): both weights, the bob's lever arm l.
+    np.testing.assert_allclose(
+        wrench[0],
+        [m2 * _G * length, 0, 0, 0, 0, (m1 + m2) * _G],
+        rtol=0,
+        atol=_TOLERANCE,
+    )
+
+
+def test_link_pose_of_merged_link():
+    system = _lift_pendulum(length=0.4)
+    q = jnp.array([0.3, np.pi / 2])
+    rot, pos = _terms(system, q, q, q)["links"]
+    k = system.model.link_names.index("bob")
+    # Lift at z = 0.5 + 0.3; pendulum turned 90° about x puts the bob straight up.
+    np.testing.assert_allclose(pos[k], [0.0, 0.0, 0.8 + 0.4], rtol=0, atol=_TOLERANCE)
+    np.testing.assert_allclose(
+        rot[k], [[1, 0, 0], [0, 0, -1], [0, 1, 0]], rtol=0, atol=_TOLERANCE
+    )
+    with pytest.raises(ValueError, match="no link named 'nope'"):
+        system.link_pose(q, "nope")
+
+
+def _arm_parameters():
+    return dict(m1=1.3, m2=0.9, l1=0.6, l2=0.5, lc1=0.25, lc2=0.3, I1=0.04, I2=0.02)
+
+
+def _arm_tree(p, gravity, damping):
+    """The same planar arm as a tree: joints about z, links along x, gravity
+    along −y."""
+    # Thin links: only the inertia about z (normal to the plane) matters.
+    inertia = [np.diag([0.0, p["I1"], p["I1"]]), np.diag([0.0, p["I2"], p["I2"]])]
+    return RigidBodyTree(
+        parents=[-1, 0],
+        joint_types=["revolute", "revolute"],
+        axes=[[0, 0, 1], [0, 0, 1]],
+        origin_translation=[[0, 0, 0], [p["l1"], 0, 0]],
+        mass=[p["m1"], p["m2"]],
+        com=[[p["lc1"], 0, 0], [p["lc2"], 0, 0]],
+        inertia=inertia,
+        gravity=(0.0, -gravity, 0.0),
+        damping=damping,
+    )
+
+
+def test_two_link_arm_equals_tree():
+    p = _arm_parameters()
+    arm = TwoLinkArm(**p, gravity=_G, damping=0.05)
+    tree = _arm_tree(p, _G, 0.05)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        q, qd = (jnp.asarray(rng.normal(0, 2, 2)) for _ in range(2))
+        tree_mass, tree_bias, (rot, pos) = _mass_bias_bodies(tree, q, qd)
+        mass, bias, positions = _closed_form(arm, q, qd)
+        np.testing.assert_allclose(tree_mass, mass, rtol=0, atol=_TOLERANCE)
+        np.testing.assert_allclose(tree_bias, bias, rtol=0, atol=_TOLERANCE)
+        # The tip of the closed form is the tree's second body + l2 along its x.
+        tip = pos[1] + p["l2"] * rot[1][:, 0]
+        np.testing.assert_allclose(positions[1], tip[:2], rtol=0, atol=_TOLERANCE)
+    np.testing.assert_array_equal(arm.friction_jacobian(q), np.eye(2))
+
+
+def test_tree_friction_jacobian_rows():
+    tree = _lift_pendulum()
+    assert (tree.n_dof, tree.n_friction) == (2, 2)
+    swing_only = RigidBodyTree(
+        parents=[-1, 0],
+        joint_types=["prismatic", "revolute"],
+        axes=[[0, 0, 1], [1, 0, 0]],
+        origin_translation=np.zeros((2, 3)),
+        mass=[1.0, 1.0],
+        com=[[0, 0, 0], [0, 0.3, 0]],
+        inertia=[0.01 * np.eye(3)] * 2,
+        friction_joints=["joint1"],
+    )
+    q = jnp.zeros(2)
+    assert swing_only.n_friction == 1
+    np.testing.assert_array_equal(swing_only.friction_jacobian(q), [[0.0, 1.0]])
+    np.testing.assert_array_equal(swing_only.friction_jacobian_dot_qd(q, q), [0.0])
+    np.testing.assert_array_equal(
+        swing_only.slip_velocity(q, jnp.array([0.4, -1.5])), [-1.5]
+    )
+
+
+def test_armature_adds_to_mass_matrix_diagonal():
+    p = _arm_parameters()
+    base = _arm_tree(p, _G, 0.0)
+    geared = eqx.tree_at(lambda s: s.armature, base, jnp.array([0.5, 0.25]))
+    q = jnp.array([0.1, 0.2])
+    difference = (
+        _terms(geared, q, q, q)["mass_matrix"] - _terms(base, q, q, q)["mass_matrix"]
+    )
+    np.testing.assert_allclose(difference, np.diag([0.5, 0.25]), rtol=0, atol=1e-14)
+
+
+def _arm_rhs_numpy(p, law_fc, eps):
+    """The planar arm in closed form (Spong et al., Sec. 7.4.1) with tanh-smoothed
+    Coulomb joint friction, in NumPy for scipy."""
+
+    def rhs(t, y):
+        q1, q2, v1, v2 = y
+        c2, s2 = np.cos(q2), np.sin(q2)
+        m22 = p["m2"] * p["lc2"] ** 2 + p["I2"]
+        m12 = m22 + p["m2"] * p["l1"] * p["lc2"] * c2
+        m11 = (
+            p["m1"] * p["lc1"] ** 2
+            + p["m2"] * (p["l1"] ** 2 + p["lc2"] ** 2 + 2 * p["l1"] * p["lc2"] * c2)
+            + p["I1"]
+            + p["I2"]
+        )
+        k = p["m2"] * p["l1"] * p["lc2"] * s2
+        g12 = p["m2"] * p["lc2"] * _G * np.cos(q1 + q2)
+        h = np.array(
+            [
+                -k * (2 * v1 * v2 + v2**2)
+                + (p["m1"] * p["lc1"] + p["m2"] * p["l1"]) * _G * np.cos(q1)
+                + g12,
+                k * v1**2 + g12,
+            ]
+        )
+        friction = law_fc * np.tanh(np.array([v1, v2]) / eps)
+        acc = np.linalg.solve([[m11, m12], [m12, m22]], -h - friction)
+        return [v1, v2, *acc]
+
+    return rhs
+
+
+def test_tree_simulates_like_closed_form():
+    """A tree in `jaxfric.simulate` (smooth path) follows the closed-form arm
+    integrated by scipy at tight tolerance: the tree satisfies the system
+    interface."""
+    from scipy.integrate import solve_ivp
+
+    p = _arm_parameters()
+    law = jf.friction.Regularized(jf.Coulomb(0.2), eps=0.05)
+    q0, qd0, ts = np.array([0.3, -0.2]), np.array([1.0, 0.5]), np.linspace(0, 0.5, 6)
+    sol = jf.simulate(
+        _arm_tree(p, _G, 0.0), law, q0, qd0, 0.5, ts=ts, rtol=1e-10, atol=1e-10
+    )
+    ref = solve_ivp(
+        _arm_rhs_numpy(p, 0.2, 0.05),
+        (0.0, 0.5),
+        [*q0, *qd0],
+        t_eval=ts,
+        rtol=1e-11,
+        atol=1e-11,
+        method="DOP853",
+    )
+    np.testing.assert_allclose(sol.q, ref.y[:2].T, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(sol.qd, ref.y[2:].T, rtol=0, atol=1e-8)
+
+
+def test_build_model_is_differentiable():
+    """Gradients flow through construction (merging) and the algorithms:
+    ∂M22/∂m2 = lc2² for the planar arm (closed form)."""
+
+    def m22(mass2):
+        p = _arm_parameters()
+        p["m2"] = mass2
+        return _arm_tree(p, 0.0, 0.0).mass_matrix(jnp.zeros(2))[1, 1]
+
+    grad = jax.jit(jax.grad(m22))(0.9)
+    np.testing.assert_allclose(grad, 0.3**2, rtol=1e-12)
+
+
+def _one_link(**overrides):
+    kwargs = dict(
+        parents=[-1],
+        joint_types=["revolute"],
+        axes=[[0, 0, 1]],
+        origin_translation=[[0, 0, 0]],
+        mass=[1.0],
+        com=[[0.5, 0, 0]],
+        inertia=[0.01 * np.eye(3)],
+    )
+    kwargs.update(overrides)
+    return RigidBodyTree(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        (dict(joint_types=["floating"]), "type 'floating' is not supported"),
+        (dict(parents=[0]), r"parent index 0 must lie in \[-1, -1\]"),
+        (dict(axes=[[0, 0, 0]]), "axis must be a non-zero vector"),
+        (dict(mass=[-1.0]), "mass of link 'link0'"),
+        (dict(inertia=[np.diag([-0.1, 0.1, 0.1])]), "inertia of link 'link0' is not"),
+        (dict(inertia=[[[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]]), "must be symmetric"),
+        (dict(mass=[0.0], inertia=[np.zeros((3, 3))]), "joint 'joint0': the bodies"),
+        (dict(damping=-0.1), "`damping` must lie in"),
+        (dict(armature=[1.0, 2.0]), "`armature` must be a scalar or have one"),
+        (dict(friction_joints=["elbow"]), "no movable joint named 'elbow'"),
+        (dict(friction_joints=[3]), r"index 3 must lie in \[0, 0\]"),
+        (dict(joint_types=["fixed"]), "no movable joint"),
+        (dict(com=[[0.5, 0]]), "`com` must have shape"),
+        (dict(gravity=(0.0, np.nan, 0.0)), "`gravity` must be finite"),
+    ],
+)
+def test_tree_validation(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        _one_link(**overrides)
+
+
+def test_massless_link_with_armature_is_accepted():
+    system = _one_link(mass=[0.0], inertia=[np.zeros((3, 3))], armature=0.1)
+    np.testing.assert_array_equal(system.armature, [0.1])
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "match"),
+    [
+        ("m1", 0.0, "`m1` must lie in"),
+        ("l1", -1.0, "`l1` must lie in"),
+        ("I2", -0.1, "`I2` must lie in"),
+        ("gravity", -9.81, "`gravity` must lie in"),
+        ("lc1", [0.1, 0.2], "`lc1` of TwoLinkArm must be a scalar"),
+    ],
+)
+def test_two_link_arm_validation(name, value, match):
+    p = _arm_parameters()
+    p[name] = value
+    with pytest.raises(ValueError, match=match):
+        TwoLinkArm(**p)
