@@ -1,1 +1,506 @@
-"""Placeholder: being written."""
+"""Exact event-driven stick–slip: the switch algorithm of Farhat et al. 2010, Sec. 4.
+
+The trajectory is a chain of segments. Inside a segment every friction element
+keeps its mode (``+1``/``-1`` slipping, ``0`` stuck; the slip direction held by
+the mode is Farhat's ``DQ_Sgn``, Eq. 8), so the vector field is smooth and an
+adaptive explicit solver integrates it. A segment ends at an event:
+
+- a slipping element's slip velocity reaches zero (``mode·s ↓ 0``);
+- a stuck element's stick force reaches its static limit (``stick_margin ↓ 0``,
+  Farhat Eq. 5).
+
+At an event the new modes are chosen by `_stick.consistent_modes` (Farhat Sec.
+4.2: assume the elements at zero velocity stuck, solve the Delassus system,
+release the one furthest outside its limits, repeat). A stuck element that hit
+its breakaway limit is released in the direction of its stick force.
+
+Gradients: every segment starts at the located event time ``t_e(θ)`` from the
+state ``y(t_e(θ))``; the event time is never `stop_gradient`-ed, so reverse mode
+picks up the implicit derivative of the event time and with it the jump
+(saltation) terms.
+"""
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import diffrax
+import equinox as eqx
+import equinox.internal as eqxi
+import jax
+import jax.numpy as jnp
+import optimistix as optx
+
+from .._types import Array, Bool, Float, Int, Vector
+from ..forces._base import AbstractForce
+from ..friction._base import AbstractSetValuedLaw
+from ..systems._base import AbstractSystem
+from ._solution import RESULTS, Solution
+from ._stick import (
+    STICK,
+    consistent_modes,
+    free_acceleration,
+    friction_and_acceleration,
+    stick_margin,
+)
+
+#: Default relative tolerance of the step-size controller.
+DEFAULT_RTOL = 1e-10
+#: Default absolute tolerance of the step-size controller.
+DEFAULT_ATOL = 1e-12
+#: Default largest step: ``(t1 − t0) / DTMAX_DIVISIONS``.
+DTMAX_DIVISIONS = 100
+# Event times are bisected to this relative width (times of order 1-1e4 s).
+_EVENT_TIME_RTOL = 1e-13
+_EVENT_TIME_ATOL = 1e-13
+# Conditions this close to zero at an event count as simultaneous events
+# (relative to the largest slip velocity / static limit).
+_SIMULTANEOUS_RTOL = 1e-12
+
+
+class _EventBisection(optx.AbstractRootFinder):
+    """`optimistix.Bisection` (``flip=True``: a down-crossing) that stops on the
+    width of the time bracket only.
+
+    Bisection's own stopping rule also asks ``|condition| < atol``, which mixes
+    units (velocities, forces) with the time tolerance and fails on steep
+    conditions; the bracket width alone is the accuracy of the event time.
+    """
+
+    rtol: float
+    atol: float
+    norm: ClassVar[Callable] = jnp.abs
+
+    def _bisection(self) -> optx.Bisection:
+        return optx.Bisection(rtol=self.rtol, atol=self.atol, flip=True)
+
+    def init(self, fn, y, args, options, f_struct, aux_struct, tags):
+        return self._bisection().init(fn, y, args, options, f_struct, aux_struct, tags)
+
+    def step(self, fn, y, args, options, state, tags):
+        return self._bisection().step(fn, y, args, options, state, tags)
+
+    def terminate(self, fn, y, args, options, state, tags):
+        width = jnp.abs(state.upper - state.lower)
+        return width < self.atol + self.rtol * jnp.abs(y), optx.RESULTS.successful
+
+    def postprocess(self, fn, y, aux, args, options, state, tags, result):
+        return self._bisection().postprocess(
+            fn, y, aux, args, options, state, tags, result
+        )
+
+
+class _Segment(eqx.Module):
+    """Everything a segment's vector field and event condition need."""
+
+    system: AbstractSystem
+    law: AbstractSetValuedLaw
+    force: AbstractForce | None
+    modes: Int[Array, " m"]
+    # Coordinates held exactly still: stuck elements with one-entry J rows.
+    hold: Bool[Array, " dof"]
+    t_start: Float[Array, ""]
+
+
+def _net_force(system, force, t, q, qd, x) -> Vector:
+    """``τ − h``: every force on the coordinates but friction."""
+    if force is None:
+        applied = jnp.zeros_like(q)
+    else:
+        applied = jnp.broadcast_to(
+            jnp.asarray(force.force(t, q, qd, x), dtype=q.dtype), q.shape
+        )
+    return applied - system.bias_force(q, qd)
+
+
+def _force_rate(force, t, q, qd, x):
+    if force is None:
+        return x
+    return force.state_derivative(t, q, qd, x)
+
+
+def _vector_field(t, y, seg: _Segment):
+    q, qd, x = y
+    net = _net_force(seg.system, seg.force, t, q, qd, x)
+    _, acc = friction_and_acceleration(seg.system, seg.law, q, qd, net, seg.modes)
+    # Exact zeros keep a stuck joint's position constant to the last bit.
+    dq = jnp.where(seg.hold, 0.0, qd)
+    dqd = jnp.where(seg.hold, 0.0, acc)
+    return dq, dqd, _force_rate(seg.force, t, q, qd, x)
+
+
+def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
+    """Per element, a quantity positive inside the segment that reaches zero at
+    the element's event: ``mode·s`` when slipping, the stick margin when stuck."""
+    q, qd, x = y
+    net = _net_force(seg.system, seg.force, t, q, qd, x)
+    friction, _ = friction_and_acceleration(seg.system, seg.law, q, qd, net, seg.modes)
+    slip = seg.system.slip_velocity(q, qd)
+    return jnp.where(
+        seg.modes == STICK, stick_margin(seg.law, friction), seg.modes * slip
+    )
+
+
+def _event_condition(t, y, args: _Segment, **kwargs):
+    """One real condition for all elements, crossing zero downwards at the first
+    element event.
+
+    It is ``min_k g_k(t) / (t − t_start)``: the same zeros as ``min_k g_k`` after
+    the start, but an element that starts the segment at zero (just released:
+    ``s = 0``; just stuck on a grazing contact: margin ``≈ 0``) starts at the
+    sign of its rate ``ġ_k`` instead of at zero, so it neither fires at once nor
+    hides the down-crossing of another element in the first step. At
+    ``t_start`` itself the condition is ``+1``.
+    """
+    del kwargs
+    g = jnp.min(_element_conditions(t, y, args))
+    elapsed = t - args.t_start
+    started = elapsed > 0
+    return jnp.where(started, g / jnp.where(started, elapsed, 1.0), 1.0)
+
+
+def _project_velocity(
+    system: AbstractSystem, q: Vector, qd: Vector, zero: Bool[Array, " m"]
+) -> Vector:
+    """Make the slip velocities of the `zero` elements vanish.
+
+    The smallest change in kinetic-energy metric: ``q̇ ← q̇ − M⁻¹J_Zᵀ λ`` with
+    ``(J_Z M⁻¹ J_Zᵀ) λ = J_Z q̇`` (a tiny impulse: the event left ``|J_Z q̇|`` at
+    the root-finder's tolerance). Coordinates with a one-entry ``J`` row are then
+    set to exactly ``0.0``.
+    """
+    _, minv_jt, jac = free_acceleration(system, q, qd, jnp.zeros_like(qd))
+    both = zero[:, None] & zero[None, :]
+    eye = jnp.eye(zero.shape[0], dtype=qd.dtype)
+    lam = jnp.linalg.solve(
+        jnp.where(both, jac @ minv_jt, eye), jnp.where(zero, jac @ qd, 0.0)
+    )
+    qd = qd - minv_jt @ jnp.where(zero, lam, 0.0)
+    return jnp.where(_joint_coordinates(jac, zero), 0.0, qd)
+
+
+def _joint_coordinates(jac, elements) -> Bool[Array, " dof"]:
+    """Coordinates that are the only nonzero entry of the ``J`` row of one of
+    `elements` (joint friction: the element sticks iff the coordinate does)."""
+    nonzero = jac != 0
+    single = jnp.sum(nonzero, axis=1) == 1
+    return jnp.any(nonzero & (elements & single)[:, None], axis=0)
+
+
+def _switch(
+    system, law, force, t, q, qd, x, modes, at_zero, breakaway
+) -> tuple[Int[Array, " m"], Vector, Bool[Array, " dof"], Bool[Array, ""]]:
+    """New modes at an event (Farhat et al. 2010, Sec. 4.2 and Eq. 8).
+
+    Args:
+        at_zero: elements at zero slip velocity whose mode is to be decided:
+            stuck ones that stay candidates for sticking and slipping ones whose
+            velocity just reached zero.
+        breakaway: stuck elements whose stick force reached its static limit;
+            released in the direction of their stick force.
+
+    Returns:
+        ``(modes, q̇, hold, ok)``: the new modes, the velocities with the zero
+        elements' slip velocities set to zero, the coordinates held exactly in
+        the next segment, and whether the stick solve was finite.
+    """
+    net = _net_force(system, force, t, q, qd, x)
+    friction, _ = friction_and_acceleration(system, law, q, qd, net, modes)
+    released = jnp.where(friction >= 0, 1, -1).astype(modes.dtype)
+    modes = jnp.where(breakaway, released, modes)
+    modes = consistent_modes(system, law, q, qd, net, modes, at_zero & ~breakaway)
+    qd = _project_velocity(system, q, qd, at_zero | breakaway)
+    stuck = modes == STICK
+    hold = _joint_coordinates(system.friction_jacobian(q), stuck)
+    friction, acc = friction_and_acceleration(system, law, q, qd, net, modes)
+    ok = jnp.all(jnp.isfinite(friction)) & jnp.all(jnp.isfinite(acc))
+    ok = ok & jnp.all(jnp.isfinite(qd))
+    return modes, qd, hold, ok
+
+
+def _evals_per_step(solver) -> tuple[int, int]:
+    """``(vf evals per step, vf evals at the start)`` of an explicit RK solver
+    (FSAL saves one per step and costs one at the start); ``(-1, 0)`` when
+    unknown (implicit solvers: the count depends on Newton iterations)."""
+    if isinstance(solver, diffrax.AbstractERK):
+        tableau = solver.tableau
+        if tableau.fsal:
+            return tableau.num_stages - 1, 1
+        return tableau.num_stages, 0
+    return -1, 0
+
+
+class _Carry(eqx.Module):
+    t: Float[Array, ""]
+    q: Vector
+    qd: Vector
+    x: Float[Array, " c"]
+    modes: Int[Array, " m"]
+    hold: Bool[Array, " dof"]
+    done: Bool[Array, ""]
+    result: RESULTS
+    num_events: Int[Array, ""]
+    saved: tuple  # (q, qd, x, modes, filled) at `ts`
+    stats: dict
+
+
+def simulate_switch(
+    system: AbstractSystem,
+    friction: AbstractSetValuedLaw,
+    force: AbstractForce | None,
+    q0: Vector,
+    qd0: Vector,
+    t0,
+    t1,
+    ts: Float[Array, " t"],
+    options: Any,
+    *,
+    adjoint: diffrax.AbstractAdjoint | None = None,
+) -> Solution:
+    """Exact stick–slip by the switch algorithm (Farhat et al. 2010, Sec. 4).
+
+    Stuck elements have slip velocity exactly ``0.0`` (for joint friction, a
+    ``J`` row with a single nonzero entry, the coordinate's velocity and
+    acceleration are exactly zero, so its position is constant to the last bit);
+    for general ``J`` the slip velocity is projected to zero at the start of the
+    stick phase and held by the Delassus solve (Farhat Eq. 7), drifting at the
+    level of the solver tolerances. Stick forces of all stuck elements are
+    solved together; static limits above kinetic (breakaway) are supported.
+
+    Defaults (each `None` field of `options`):
+
+    - ``solver``: `diffrax.Tsit5()`;
+    - ``rtol = 1e-10``, ``atol = 1e-12`` (the Quinn/Farhat oscillator sticks at
+      ``x = −0.75`` to better than ``1e-9``);
+    - ``dtmax = (t1 − t0) / 100``: in a stick phase the error estimate is zero,
+      so without a cap the steps grow until a breakaway is stepped over; lower it
+      when the applied force changes faster (e.g. ``dtmax`` ≤ 1/20 of the forcing
+      period);
+    - ``dt0``: `None`, diffrax's automatic initial step in every segment;
+    - ``max_events``: the event budget; ``max_events + 1`` segments are run.
+
+    Event times are bisected (`optimistix.Bisection` on a down-crossing) to a
+    relative width of ``1e-13``. ``stats["num_vf_evals"]`` counts vector-field
+    evaluations of the integrator (steps × stages, FSAL and the automatic
+    initial step included) over the segments that ran; the event condition
+    (once per step, plus about 40 bisection iterations per event) is not
+    counted. It is ``-1`` per step for solvers other than explicit Runge–Kutta.
+
+    Args:
+        system, friction, force, q0, qd0, t0, t1, ts, options: as handed over
+            by `jaxfric.simulate`.
+        adjoint: the `diffrax` adjoint of each segment's solve: the default
+            `diffrax.RecursiveCheckpointAdjoint` supports reverse mode
+            (`jax.grad`); pass `diffrax.ForwardMode()` for `jax.jacfwd`.
+
+    Returns:
+        A `Solution`; ``result`` is ``RESULTS.max_events_reached`` when `t1` was
+        not reached within the event budget, ``RESULTS.event_location_failed``
+        when an event's root find failed, ``RESULTS.stick_solve_failed`` when
+        the stick forces were not finite, or the diffrax code of a failed
+        segment (e.g. ``max_steps_reached``).
+    """
+    law = friction
+    n, m = system.n_dof, system.n_friction
+    dtype = q0.dtype
+    t0 = jnp.asarray(t0, dtype=dtype)
+    t1 = jnp.asarray(t1, dtype=dtype)
+    ts = jnp.asarray(ts, dtype=dtype)
+    solver = diffrax.Tsit5() if options.solver is None else options.solver
+    rtol = DEFAULT_RTOL if options.rtol is None else options.rtol
+    atol = DEFAULT_ATOL if options.atol is None else options.atol
+    dtmax = (t1 - t0) / DTMAX_DIVISIONS if options.dtmax is None else options.dtmax
+    controller = diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dtmax)
+    adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
+    event = diffrax.Event(
+        _event_condition,
+        root_finder=_EventBisection(rtol=_EVENT_TIME_RTOL, atol=_EVENT_TIME_ATOL),
+        direction=False,
+    )
+    per_step, at_start = _evals_per_step(solver)
+    at_start = at_start + (2 if options.dt0 is None else 0)
+    max_events = options.max_events
+    x0 = (
+        jnp.zeros((0,), dtype=dtype)
+        if force is None
+        else jnp.asarray(force.init_state(q0, qd0), dtype=dtype)
+    )
+
+    # Initial modes: the sign of the slip velocity; exact zeros are decided by
+    # the consistent-mode loop like the elements at an event.
+    slip0 = system.slip_velocity(q0, qd0)
+    modes0 = jnp.sign(slip0).astype(jnp.int32)
+    at_zero0 = slip0 == 0
+    no = jnp.zeros((m,), dtype=bool)
+    modes0, qd0, hold0, ok0 = _switch(
+        system, law, force, t0, q0, qd0, x0, modes0, at_zero0, no
+    )
+
+    num_t = ts.shape[0]
+    saved0 = (
+        jnp.full((num_t, n), jnp.nan, dtype),
+        jnp.full((num_t, n), jnp.nan, dtype),
+        jnp.full((num_t, x0.shape[0]), jnp.nan, dtype),
+        jnp.zeros((num_t, m), jnp.int32),
+    )
+    zero = jnp.array(0, dtype=jnp.int32)
+    stats0 = {
+        "num_steps": zero,
+        "num_accepted_steps": zero,
+        "num_rejected_steps": zero,
+        "num_vf_evals": zero,
+    }
+    carry0 = _Carry(
+        t=t0,
+        q=q0,
+        qd=qd0,
+        x=x0,
+        modes=modes0,
+        hold=hold0,
+        done=~ok0,
+        result=RESULTS.where(ok0, RESULTS.successful, RESULTS.stick_solve_failed),
+        num_events=zero,
+        saved=saved0,
+        stats=stats0,
+    )
+
+    def run_segment(c: _Carry):
+        # Members of a batch that are done run a zero-length solve, then are
+        # restored from `c` below.
+        t_start = jnp.where(c.done, t1, c.t)
+        seg = _Segment(system, law, force, c.modes, c.hold, t_start)
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(_vector_field),
+            solver,
+            t_start,
+            t1,
+            options.dt0,
+            (c.q, c.qd, c.x),
+            args=seg,
+            saveat=diffrax.SaveAt(
+                subs=(
+                    diffrax.SubSaveAt(ts=jnp.clip(ts, t_start, t1)),
+                    diffrax.SubSaveAt(t1=True),
+                )
+            ),
+            stepsize_controller=controller,
+            event=event,
+            max_steps=options.max_steps,
+            adjoint=adjoint,
+            throw=False,
+        )
+        at_ts, at_end = sol.ys
+        t_e = sol.ts[1][-1]
+        q_e, qd_e, x_e = (y[-1] for y in at_end)
+        # Save at `ts` in this segment's span; a time equal to an event time is
+        # taken from the next segment (after the switch).
+        take = (ts >= c.t) & (ts <= t_e) & ~c.done
+        s_q, s_qd, s_x = at_ts
+        saved = (
+            jnp.where(take[:, None], s_q, c.saved[0]),
+            jnp.where(take[:, None], s_qd, c.saved[1]),
+            jnp.where(take[:, None], s_x, c.saved[2]),
+            jnp.where(take[:, None], c.modes[None, :], c.saved[3]),
+        )
+
+        event_hit = sol.result == diffrax.RESULTS.event_occurred
+        reached = sol.result == diffrax.RESULTS.successful
+        root_failed = (sol.result == diffrax.RESULTS.nonlinear_max_steps_reached) | (
+            sol.result == diffrax.RESULTS.nonlinear_divergence
+        )
+
+        # Which elements switch: the one that triggered, and any other whose
+        # condition is zero to rounding (simultaneous events).
+        g = _element_conditions(t_e, (q_e, qd_e, x_e), seg)
+        stuck = c.modes == STICK
+        slip = system.slip_velocity(q_e, qd_e)
+        v_scale = jnp.max(jnp.where(stuck, 0.0, jnp.abs(slip)), initial=0.0)
+        limits = law.breakaway(jnp.ones((m,), dtype)) + law.breakaway(
+            -jnp.ones((m,), dtype)
+        )
+        scale = jnp.where(stuck, jnp.max(limits), v_scale)
+        near = (g <= _SIMULTANEOUS_RTOL * scale) | (jnp.arange(m) == jnp.argmin(g))
+        hit = event_hit & near
+        breakaway = hit & stuck
+        at_zero = (stuck & ~breakaway) | (hit & ~stuck)
+        modes, qd_e, hold, ok = _switch(
+            system, law, force, t_e, q_e, qd_e, x_e, c.modes, at_zero, breakaway
+        )
+        ok = ok | ~event_hit
+        modes = jnp.where(event_hit, modes, c.modes)
+        hold = jnp.where(event_hit, hold, c.hold)
+
+        result = RESULTS.where(
+            event_hit | reached,
+            RESULTS.where(ok, RESULTS.successful, RESULTS.stick_solve_failed),
+            RESULTS.where(
+                root_failed,
+                RESULTS.event_location_failed,
+                RESULTS.promote(sol.result),
+            ),
+        )
+        failed = result != RESULTS.successful
+        done = failed | reached | (event_hit & (t_e >= t1))
+        steps = sol.stats["num_steps"]
+        stats = {
+            "num_steps": c.stats["num_steps"] + steps,
+            "num_accepted_steps": c.stats["num_accepted_steps"]
+            + sol.stats["num_accepted_steps"],
+            "num_rejected_steps": c.stats["num_rejected_steps"]
+            + sol.stats["num_rejected_steps"],
+            "num_vf_evals": c.stats["num_vf_evals"] + per_step * steps + at_start,
+        }
+        new = _Carry(
+            t=t_e,
+            q=q_e,
+            qd=qd_e,
+            x=x_e,
+            modes=modes,
+            hold=hold,
+            done=done,
+            result=result,
+            num_events=c.num_events + event_hit.astype(jnp.int32),
+            saved=saved,
+            stats=stats,
+        )
+        new = jax.tree.map(lambda a, b: jnp.where(c.done, a, b), c, new)
+        return new, jnp.where(event_hit & ~c.done, t_e, jnp.inf)
+
+    def skip_segment(c: _Carry):
+        return c, jnp.asarray(jnp.inf, dtype)
+
+    def body(c: _Carry, _):
+        # Under vmap the predicate is unbatched: segments run while any member
+        # of the batch is still going.
+        return jax.lax.cond(eqxi.unvmap_all(c.done), skip_segment, run_segment, c)
+
+    final, event_times = jax.lax.scan(body, carry0, None, length=max_events + 1)
+    # The last segment may only run to t1; an event there is one too many.
+    result = RESULTS.where(
+        (final.result == RESULTS.successful) & ~final.done,
+        RESULTS.max_events_reached,
+        final.result,
+    )
+    q_s, qd_s, x_s, modes_s = final.saved
+
+    def friction_at(t, q, qd, x, modes):
+        net = _net_force(system, force, t, q, qd, x)
+        f, _ = friction_and_acceleration(system, law, q, qd, net, modes)
+        return f
+
+    friction_s = jax.vmap(friction_at)(ts, q_s, qd_s, x_s, modes_s)
+    slip_s = jax.vmap(system.slip_velocity)(q_s, qd_s)
+    stats = dict(final.stats)
+    stats["num_events"] = final.num_events
+    return Solution(
+        ts=ts,
+        q=q_s,
+        qd=qd_s,
+        friction=friction_s,
+        slip_velocity=slip_s,
+        friction_state=jnp.zeros((num_t, 0), dtype),
+        force_state=x_s,
+        modes=modes_s,
+        event_times=event_times[:max_events],
+        stats=stats,
+        result=result,
+    )
