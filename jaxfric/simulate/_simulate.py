@@ -2,8 +2,10 @@
 
 from typing import Any, NamedTuple
 
+import equinox as eqx
 from jaxtyping import ArrayLike
 
+from .._types import ScalarLike
 from ..forces._base import AbstractForce
 from ..friction._base import (
     AbstractDynamicLaw,
@@ -45,9 +47,9 @@ def simulate(
     friction: AbstractFrictionLaw,
     q0: ArrayLike,
     qd0: ArrayLike,
-    t1: float,
+    t1: ScalarLike,
     *,
-    t0: float = 0.0,
+    t0: ScalarLike = 0.0,
     force: AbstractForce | Any = None,
     ts: ArrayLike | None = None,
     num_save: int = 1001,
@@ -119,6 +121,13 @@ def simulate(
     options = Options(
         solver, rtol, atol, dt0, dtmax, max_steps, max_events, friction_state0
     )
+    return _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw)
+
+
+@eqx.filter_jit
+def _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw):
+    # Compiled once per structure: a second call with new numbers (same shapes,
+    # law type and options) reuses the compiled solve instead of retracing.
     args = (system, friction, force, q0, qd0, t0, t1, ts, options)
     if isinstance(friction, AbstractSetValuedLaw):
         sol = _switch.simulate_switch(*args)
