@@ -5,6 +5,7 @@ from typing import Any, NamedTuple
 import equinox as eqx
 from jaxtyping import ArrayLike
 
+from .._check import check_finite
 from .._types import ScalarLike
 from ..forces._base import AbstractForce
 from ..friction._base import (
@@ -117,6 +118,8 @@ def simulate(
     q0 = state_vector("q0", q0, system.n_dof)
     qd0 = state_vector("qd0", qd0, system.n_dof)
     ts = save_times(t0, t1, ts, num_save)
+    if friction_state0 is not None:
+        check_finite("friction_state0", friction_state0)
     force = as_force(force)
     options = Options(
         solver, rtol, atol, dt0, dtmax, max_steps, max_events, friction_state0
