@@ -14,6 +14,9 @@ from jaxfric.systems import RigidBodyTree, TwoLinkArm, rigid
 
 # Closed forms and the tree evaluate the same expressions in another order.
 _TOLERANCE = 1e-12
+# The switch path bisects event times to 1e-13 relative; allow for the
+# integration error of the stick force (rtol 1e-10).
+_EVENT_TOLERANCE = 1e-9
 _G = 9.81
 
 
@@ -193,9 +196,7 @@ def test_armature_adds_to_mass_matrix_diagonal():
     base = _arm_tree(p, _G, 0.0)
     geared = eqx.tree_at(lambda s: s.armature, base, jnp.array([0.5, 0.25]))
     q = jnp.array([0.1, 0.2])
-    difference = (
-        _terms(geared, q, q, q)["mass_matrix"] - _terms(base, q, q, q)["mass_matrix"]
-    )
+    difference = _mass_bias_bodies(geared, q, q)[0] - _mass_bias_bodies(base, q, q)[0]
     np.testing.assert_allclose(difference, np.diag([0.5, 0.25]), rtol=0, atol=1e-14)
 
 
@@ -327,3 +328,76 @@ def test_two_link_arm_validation(name, value, match):
     p[name] = value
     with pytest.raises(ValueError, match=match):
         TwoLinkArm(**p)
+
+
+class _RampOnJoint(jf.forces.AbstractStatelessForce):
+    """``τ = (0, rate·t, 0)``: a torque ramp on the middle joint, N·m."""
+
+    rate: jax.Array
+
+    def __call__(self, t, q, qd):
+        return jnp.stack([0.0 * t, self.rate * t, 0.0 * t])
+
+
+_ARM3 = dict(
+    mass=(2.0, 1.5, 1.0),
+    length=(0.5, 0.4, 0.3),
+    com=(0.25, 0.2, 0.15),
+    inertia=(0.05, 0.03, 0.01),
+)
+
+
+def _three_link_arm():
+    """A planar 3-link arm in a vertical plane (joints about z, gravity −y)."""
+    m, ell, lc, inertia = (np.asarray(_ARM3[k]) for k in _ARM3)
+    return RigidBodyTree(
+        parents=[-1, 0, 1],
+        joint_types=["revolute"] * 3,
+        axes=[[0, 0, 1]] * 3,
+        origin_translation=[[0, 0, 0], [ell[0], 0, 0], [ell[1], 0, 0]],
+        mass=m,
+        com=[[c, 0, 0] for c in lc],
+        inertia=[np.diag([0.0, i, i]) for i in inertia],
+        gravity=(0.0, -_G, 0.0),
+    )
+
+
+def test_stuck_joint_breaks_away_at_hand_computed_time():
+    """All joints start at rest and stuck. The outer joints' static limits are
+    far above any load; the middle one's ``fs = 10 N·m`` exceeds its gravity
+    torque ``g2 = g cos(q1+q2) (m2 lc2 + m3 l2) + g m3 lc3 cos(q1+q2+q3)``.
+    With every joint stuck the stick torques are ``τ − g(q0)`` (the Delassus
+    solve with J = I), so the middle joint holds exactly still until the ramp
+    ``τ2 = ρ t`` reaches ``fs + g2``: breakaway at ``t* = (fs + g2)/ρ``."""
+    m, ell, lc, _ = (np.asarray(_ARM3[k]) for k in _ARM3)
+    q0 = np.array([0.3, -0.5, 0.4])
+    g2 = _G * (
+        np.cos(q0[0] + q0[1]) * (m[1] * lc[1] + m[2] * ell[1])
+        + m[2] * lc[2] * np.cos(q0.sum())
+    )
+    fs, rate = 10.0, 20.0
+    assert abs(g2) < fs  # the static limit holds the arm at first
+    t_star = (fs + g2) / rate
+    law = jf.Coulomb(fc=[1e3, 8.0, 1e3], fs=[1e3, fs, 1e3])
+    ts = np.linspace(0.0, 1.2, 13)
+    sol = jf.simulate(
+        _three_link_arm(),
+        law,
+        q0=q0,
+        qd0=np.zeros(3),
+        t1=1.2,
+        ts=ts,
+        force=_RampOnJoint(jnp.asarray(rate)),
+    )
+    before = ts < t_star
+    # Exactly still: not a bit of creep before the breakaway.
+    np.testing.assert_array_equal(sol.q[before], np.broadcast_to(q0, (before.sum(), 3)))
+    np.testing.assert_array_equal(sol.qd[before], 0.0)
+    # Breakaway at the hand-computed time, then the middle joint slips forward
+    # while the outer joints stay put.
+    first = np.asarray(sol.event_times)[0]
+    np.testing.assert_allclose(first, t_star, rtol=0, atol=_EVENT_TOLERANCE)
+    assert np.all(sol.q[~before, 1] > q0[1])
+    np.testing.assert_array_equal(
+        sol.q[:, [0, 2]], np.broadcast_to(q0[[0, 2]], (13, 2))
+    )

@@ -5,9 +5,11 @@ Pure functions. After forward kinematics, every body is handled at once: spatial
 quantities are expressed in the base frame, where the Newton–Euler recursions
 become sums over ancestors and subtrees, i.e. products with the tree's static
 ancestor matrix. This keeps the traced program small (fast compilation) and
-batches well under `vmap`.
+batches well under `vmap`. The public functions are jitted, so that a call
+outside `jit` compiles once per tree instead of once per primitive.
 """
 
+import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
@@ -31,8 +33,8 @@ def _world(model: TreeModel, q):
 
 
 def _tree_sum(mask, x):
-    """``Σ_j mask[i, j] x[j]`` for a static boolean `mask` (ancestor or subtree
-    sums), as a fused select-and-reduce."""
+    """``Σ_j mask[i, j] x[j]`` for a static boolean `mask`: sums over ancestors
+    (`Structure.ancestors`) or over subtrees (its transpose)."""
     return jnp.where(mask[:, :, None], x[None, :, :], 0.0).sum(axis=1)
 
 
@@ -65,6 +67,7 @@ def _rnea(model: TreeModel, q, qd, qdd):
     return tau, moment, force, rot_w, pos_w
 
 
+@jax.jit
 def inverse_dynamics(model: TreeModel, q: Vector, qd: Vector, qdd: Vector) -> Vector:
     """Joint forces ``τ = M(q) q̈ + C(q, q̇) q̇ + g(q)`` by recursive Newton–Euler.
 
@@ -78,6 +81,7 @@ def inverse_dynamics(model: TreeModel, q: Vector, qd: Vector, qdd: Vector) -> Ve
     return _rnea(model, q, qd, qdd)[0]
 
 
+@jax.jit
 def joint_wrenches(
     model: TreeModel, q: Vector, qd: Vector, qdd: Vector
 ) -> Float[Array, "dof 6"]:
@@ -101,17 +105,20 @@ def joint_wrenches(
     return jnp.concatenate([moment_b, force_b], axis=1)
 
 
+@jax.jit
 def bias_force(model: TreeModel, q: Vector, qd: Vector) -> Vector:
     """Coriolis, centrifugal and gravity forces ``C(q, q̇) q̇ + g(q)``, N·m or N."""
     return _rnea(model, q, qd, jnp.zeros_like(qd))[0]
 
 
+@jax.jit
 def gravity_force(model: TreeModel, q: Vector) -> Vector:
     """Generalised gravity forces ``g(q)``, N·m or N."""
     zero = jnp.zeros_like(q)
     return _rnea(model, q, zero, zero)[0]
 
 
+@jax.jit
 def mass_matrix(model: TreeModel, q: Vector) -> Matrix:
     """Joint-space mass matrix by the composite rigid body algorithm
     (Featherstone 2008, Table 6.2) in the base frame:
@@ -138,13 +145,15 @@ def mass_matrix(model: TreeModel, q: Vector) -> Matrix:
         s_v,
     )
     # coupling[j, i] = S_jᵀ I^c_i S_i
-    coupling = (s_w[:, None, :] * moment[None, :, :]).sum(-1) + (
-        s_v[:, None, :] * force[None, :, :]
-    ).sum(-1)
+    coupling = jnp.sum(
+        s_w[:, None, :] * moment[None, :, :] + s_v[:, None, :] * force[None, :, :],
+        axis=-1,
+    )
     upper = jnp.where(st.ancestors.T, coupling, 0.0)
     return upper + upper.T - jnp.diag(jnp.diag(coupling))
 
 
+@jax.jit
 def forward_dynamics(model: TreeModel, q: Vector, qd: Vector, tau: Vector) -> Vector:
     """Joint accelerations ``q̈ = M⁻¹ (τ − C q̇ − g)`` (CRBA + Cholesky solve).
 

@@ -1,5 +1,6 @@
 """Forward kinematics of a `TreeModel` (pure functions)."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -26,6 +27,7 @@ def joint_poses(
     return rot, pos
 
 
+@jax.jit
 def forward_kinematics(
     model: TreeModel, q: Vector
 ) -> tuple[Float[Array, "dof 3 3"], Float[Array, "dof 3"]]:
@@ -53,6 +55,7 @@ def forward_kinematics(
     return rot[:n], pos[:n]
 
 
+@jax.jit
 def link_poses(
     model: TreeModel, q: Vector
 ) -> tuple[Float[Array, "link 3 3"], Float[Array, "link 3"]]:

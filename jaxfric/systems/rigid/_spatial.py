@@ -22,34 +22,38 @@ def _xp(*arrays):
     return jnp if any(isinstance(a, jax.Array) for a in arrays) else np
 
 
-# Levi-Civita symbol: (x × y)_i = ε_ijk x_j y_k.
-_LEVI_CIVITA = np.zeros((3, 3, 3))
-for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
-    _LEVI_CIVITA[_i, _j, _k], _LEVI_CIVITA[_i, _k, _j] = 1.0, -1.0
+# Products are written as broadcast multiplies and sums rather than `dot`s:
+# on CPU, XLA fuses them with their neighbours, which keeps the number of
+# kernels (and so the compile time) of a robot's dynamics low.
 
 
 def matmul(a, b):
-    """Batched 3×3 matrix product as a broadcast multiply and sum: XLA fuses it
-    with its neighbours, where a ``dot`` would be one more kernel to compile."""
+    """Batched 3×3 matrix product ``a @ b``."""
     xp = _xp(a, b)
     return (xp.expand_dims(a, -1) * xp.expand_dims(b, -3)).sum(-2)
 
 
 def matvec(a, v):
-    """Batched matrix–vector product ``a @ v`` (see `matmul`)."""
+    """Batched matrix–vector product ``a @ v``."""
     return (a * _xp(a, v).expand_dims(v, -2)).sum(-1)
 
 
 def cross(a, b):
-    """``a × b`` over the last axis (`jnp.cross` is jitted: traced once per shape)."""
+    """``a × b`` over the last axis."""
     return _xp(a, b).cross(a, b)
 
 
 def skew(x):
     """Cross-product matrices ``[x]×`` (``[x]× y = x × y``), shape ``(..., 3, 3)``."""
     xp = _xp(x)
-    eps = _LEVI_CIVITA.reshape((1,) * (x.ndim - 1) + (3, 3, 3))
-    return (eps * xp.expand_dims(x, (-3, -1))).sum(-2)
+    x0, x1, x2 = (x[..., k : k + 1] for k in range(3))
+    zero = xp.zeros_like(x0)
+    rows = [
+        xp.concatenate([zero, -x2, x1], -1),
+        xp.concatenate([x2, zero, -x0], -1),
+        xp.concatenate([-x1, x0, zero], -1),
+    ]
+    return xp.stack(rows, axis=-2)
 
 
 def rpy_matrix(rpy):

@@ -4,6 +4,7 @@ import os
 from collections.abc import Sequence
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -67,6 +68,23 @@ def _check_positive_definite(model: TreeModel, armature) -> None:
                 "its axis, so the mass matrix is singular; give the links inertia "
                 "or the joint an `armature`."
             )
+
+
+# Jitted (see `_dynamics`): outside `jit` a call compiles once per tree.
+@jax.jit
+def _mass_matrix(system: "RigidBodyTree", q):
+    return _dynamics.mass_matrix(system.model, q) + jnp.diag(system.armature)
+
+
+@jax.jit
+def _bias_force(system: "RigidBodyTree", q, qd):
+    return _dynamics.bias_force(system.model, q, qd) + system.damping * qd
+
+
+@jax.jit
+def _inverse_dynamics(system: "RigidBodyTree", q, qd, qdd):
+    tau = _dynamics.inverse_dynamics(system.model, q, qd, qdd)
+    return tau + system.armature * qdd + system.damping * qd
 
 
 class RigidBodyTree(AbstractSystem):
@@ -181,10 +199,10 @@ class RigidBodyTree(AbstractSystem):
         return self.model.joint_names
 
     def mass_matrix(self, q: Vector) -> Matrix:
-        return _dynamics.mass_matrix(self.model, q) + jnp.diag(self.armature)
+        return _mass_matrix(self, q)
 
     def bias_force(self, q: Vector, qd: Vector) -> Vector:
-        return _dynamics.bias_force(self.model, q, qd) + self.damping * qd
+        return _bias_force(self, q, qd)
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
         rows = np.eye(self.n_dof)[list(self.friction_joints)]
@@ -196,8 +214,7 @@ class RigidBodyTree(AbstractSystem):
     def inverse_dynamics(self, q: Vector, qd: Vector, qdd: Vector) -> Vector:
         """Joint forces producing ``q̈`` without friction:
         ``M(q) q̈ + C q̇ + g + D q̇`` (armature included), N·m or N."""
-        tau = _dynamics.inverse_dynamics(self.model, q, qd, qdd)
-        return tau + self.armature * qdd + self.damping * qd
+        return _inverse_dynamics(self, q, qd, qdd)
 
     def gravity_force(self, q: Vector) -> Vector:
         """Generalised gravity forces ``g(q)``, N·m or N."""
