@@ -1,0 +1,37 @@
+"""Friction identification: fit a system, a friction law and applied forces to
+measured experiments by differentiating through `jaxfric.simulate`; the classical
+linear least-squares baseline; measured records in and out (CSV, NPZ)."""
+
+from ._data import (
+    Record as Record,
+    RecordError as RecordError,
+    load_record as load_record,
+    save_record as save_record,
+)
+from ._experiment import (
+    Experiment as Experiment,
+    from_record as from_record,
+    stack_experiments as stack_experiments,
+)
+from ._fit import (
+    FitResult as FitResult,
+    LevenbergMarquardt as LevenbergMarquardt,
+    Model as Model,
+    MultipleShooting as MultipleShooting,
+    default_adam as default_adam,
+    fit as fit,
+    predict as predict,
+)
+from ._linear import (
+    LinearFit as LinearFit,
+    linear_least_squares as linear_least_squares,
+    linear_least_squares_record as linear_least_squares_record,
+    savgol as savgol,
+)
+from ._transforms import (
+    AbstractTransform as AbstractTransform,
+    AtLeast as AtLeast,
+    Bounded as Bounded,
+    Identity as Identity,
+    Positive as Positive,
+)
