@@ -1,7 +1,12 @@
 """jaxfric: differentiable simulation of mechanisms with exact Coulomb stick-slip
 and dynamic friction models, in JAX."""
 
-from . import forces as forces, friction as friction, systems as systems
+from . import (
+    forces as forces,
+    friction as friction,
+    identify as identify,
+    systems as systems,
+)
 from .friction import (
     Coulomb as Coulomb,
     CoulombViscous as CoulombViscous,
