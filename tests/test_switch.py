@@ -7,6 +7,7 @@ release loop), hand-computed breakaway times, and 5-point central finite
 differences of the scipy reference for every gradient claim.
 """
 
+import functools
 import itertools
 
 import diffrax
@@ -17,6 +18,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import jaxfric as jf
+from jaxfric.simulate._common import finish
 from jaxfric.simulate._simulate import Options
 from jaxfric.simulate._switch import simulate_switch
 
@@ -28,6 +30,9 @@ JAC_TOL = 1e-6
 STATE_TOL = 1e-8
 # Breakaway time vs its hand-computed value.
 BREAKAWAY_TOL = 1e-10
+# vmap vs a loop of single solves: the same operations vectorised, which round
+# differently; event times then move inside their 1e-13 bisection bracket.
+VMAP_TOL = 1e-10
 
 T1 = 10.0
 TS = jnp.linspace(0.0, T1, 1001)
@@ -60,12 +65,17 @@ def _final_state(p):
     return jnp.stack([sol.q[-1, 0], sol.qd[-1, 0]]), sol
 
 
-_forward = jax.jit(_simulate)
-# Reverse mode (the default adjoint), with the forward solution as aux.
+# Reverse mode (the default adjoint), with the forward solution as aux: one
+# compilation serves every single-trajectory test.
 _jac_rev = jax.jit(jax.jacrev(_final_state, has_aux=True))
 
 
+def _forward(p):
+    return _jac_rev(p)[1]
+
+
 def _final_state_forward_mode(p):
+    # `jaxfric.simulate` has no `adjoint` keyword: call the path directly.
     fc, amplitude, omega, x0, ratio = p
     options = Options(None, None, None, None, None, 16384, MAX_EVENTS, None)
     sol = simulate_switch(
@@ -76,18 +86,44 @@ def _final_state_forward_mode(p):
         jnp.zeros((1,)),
         0.0,
         T1,
-        jnp.array([T1]),
+        TS,
         options,
         adjoint=diffrax.ForwardMode(),
     )
-    return jnp.stack([sol.q[-1, 0], sol.qd[-1, 0]])
+    return jnp.stack([sol.q[-1, 0], sol.qd[-1, 0]]), sol
 
 
-_jac_fwd = jax.jit(jax.jacfwd(_final_state_forward_mode))
+# Forward mode (jax.jacfwd with diffrax.ForwardMode), vmapped over a batch of
+# parameters: one compilation for the vmap and the jacfwd claims.
+_batched = jax.jit(jax.vmap(jax.jacfwd(_final_state_forward_mode, has_aux=True)))
 
 
 def _params(fc=1.0, amplitude=0.0, omega=1.0, x0=2.75, ratio=1.0):
     return jnp.array([fc, amplitude, omega, x0, ratio])
+
+
+FORCED_CASES = [
+    # (fc, A, omega, x0): stick, breakaway, slip +, stick, slip −, stick,
+    # slip +, reversal, slip − at T.
+    (1.0, 1.5, 1.0, 0.3),
+    # stick, breakaway, slip +, stick, breakaway, slip −, reversal, slip + at T.
+    (1.0, 2.5, 0.8, 0.8),
+]
+BATCH = jnp.stack(
+    [
+        _params(x0=2.75),
+        _params(x0=5.5),
+        _params(*FORCED_CASES[0]),
+        _params(*FORCED_CASES[1]),
+        _params(1.0, 2.0, 1.0, 0.0, ratio=1.5),
+    ]
+)
+
+
+@functools.cache
+def _batch_results():
+    """``(jacobians, solutions)`` of `BATCH` by the vmapped forward mode."""
+    return _batched(BATCH)
 
 
 # --- independent reference: scipy event-driven, modes by enumeration -----------
@@ -283,17 +319,10 @@ def test_free_oscillator_two_reversals():
 
 # --- forced oscillator: breakaway, reversal, two stick phases --------------------
 
-FORCED_CASES = [
-    # (fc, A, omega, x0): stick, breakaway, slip +, stick, slip −, stick,
-    # slip +, reversal, slip − at T.
-    (1.0, 1.5, 1.0, 0.3),
-    # stick, breakaway, slip +, stick, breakaway, slip −, reversal, slip + at T.
-    (1.0, 2.5, 0.8, 0.8),
-]
 
-
-@pytest.mark.parametrize("case", FORCED_CASES)
-def test_forced_jacobian_against_reference(case):
+@pytest.mark.parametrize("index", [0, 1])
+def test_forced_jacobian_against_reference(index):
+    case = FORCED_CASES[index]
     fc, amplitude, omega, x0 = case
     p = _params(fc, amplitude, omega, x0)
     jac, sol = _jac_rev(p)
@@ -319,5 +348,150 @@ def test_forced_jacobian_against_reference(case):
     # Jacobian of (x(T), ẋ(T)) w.r.t. (Fc, A, omega, x0).
     fd = _central_jacobian(_reference_final, np.asarray(p), [1e-3] * 4)
     np.testing.assert_allclose(np.asarray(jac[:, :4]), fd, atol=JAC_TOL, rtol=0)
-    # Forward mode (jax.jacfwd with diffrax.ForwardMode) agrees.
-    np.testing.assert_allclose(np.asarray(_jac_fwd(p)[:, :4]), fd, atol=JAC_TOL)
+    # Forward mode (jax.jacfwd with diffrax.ForwardMode, vmapped) agrees.
+    jac_fwd = np.asarray(_batch_results()[0][2 + index])
+    np.testing.assert_allclose(jac_fwd[:, :4], fd, atol=JAC_TOL, rtol=0)
+
+
+def test_grazing_contact_does_not_chatter():
+    # ẍ + x = 1.5 sin t − f, x0 = 0.5: stuck, the net force 1.5 sin t − 0.5
+    # touches the limit Fs = 1 at t = π/2 without crossing it (grazing), then
+    # breaks away backwards at 1.5 sin t − 0.5 = −1.
+    p = _params(1.0, 1.5, 1.0, 0.5)
+    sol = _forward(p)
+    assert sol.result == jf.RESULTS.successful
+    ref = _oscillator_reference(1.0, 1.5, 1.0, 0.5)
+    out, events, _ = ref.simulate([0.5], [0.0], T1, np.asarray(TS))
+    n_events = int(sol.stats["num_events"])
+    assert n_events <= len(events) + 2
+    np.testing.assert_allclose(np.asarray(sol.q[:, 0]), out[:, 0], atol=STATE_TOL)
+    t_first = np.pi + np.arcsin(1.0 / 3.0)  # 1.5 sin t − 0.5 = −1
+    assert abs(float(sol.event_times[0]) - t_first) < BREAKAWAY_TOL
+
+
+def test_static_limit_above_kinetic_breakaway():
+    # Karnopp's breakaway 1.5 × slip: Coulomb(fc=1, fs=1.5), x0 = 0 at rest,
+    # F = 2 sin t: stuck (net = 2 sin t) until 2 sin t = 1.5.
+    p = _params(fc=1.0, amplitude=2.0, omega=1.0, x0=0.0, ratio=1.5)
+    sol = _forward(p)
+    assert sol.result == jf.RESULTS.successful
+    t_break = np.arcsin(0.75)  # hand-computed
+    assert abs(float(sol.event_times[0]) - t_break) < BREAKAWAY_TOL
+    ts = np.asarray(sol.ts)
+    before = ts < t_break
+    assert np.all(np.asarray(sol.q[before, 0]) == 0.0)
+    assert np.all(np.asarray(sol.qd[before, 0]) == 0.0)
+    np.testing.assert_allclose(
+        np.asarray(sol.friction[before, 0]), 2.0 * np.sin(ts[before]), atol=1e-12
+    )
+    # After breakaway the kinetic level acts: acceleration (1.5 − 1)/m > 0.
+    just_after = np.nonzero(~before)[0][0]
+    assert int(sol.modes[just_after, 0]) == 1
+    assert float(sol.friction[just_after, 0]) == 1.0
+    ref = _oscillator_reference(1.0, 2.0, 1.0, 0.0, ratio=1.5)
+    out, events, _ = ref.simulate([0.0], [0.0], T1, ts)
+    np.testing.assert_allclose(np.asarray(sol.q[:, 0]), out[:, 0], atol=STATE_TOL)
+    np.testing.assert_allclose(np.asarray(sol.qd[:, 0]), out[:, 1], atol=STATE_TOL)
+
+
+# --- multi-DoF: asymmetric Coulomb + viscous (Farhat Eq. 4) on stacked blocks ---
+
+STACKED = jf.systems.StackedBlocks(m1=1.0, m2=2.0, k1=1.0, k2=3.0, k12=2.0)
+FC_POS, FC_NEG = np.array([0.8, 2.5]), np.array([0.6, 2.0])
+FV_POS, FV_NEG = np.array([0.1, 0.3]), np.array([0.2, 0.1])
+STACKED_FORCE = np.array([2.0, 0.0])  # amplitude on m1; omega = 1.3 rad/s
+STACKED_Q0 = np.array([0.5, -0.3])
+
+
+@jax.jit
+def _stacked(fc_pos, fc_neg, fv_pos, fv_neg, q0):
+    return jf.simulate(
+        STACKED,
+        jf.CoulombViscous(fc_pos, fc_neg, fv_pos, fv_neg),
+        q0=q0,
+        qd0=jnp.zeros(2),
+        t1=T1,
+        force=jf.forces.Sine(jnp.asarray(STACKED_FORCE), 1.3),
+        ts=TS[::2],
+        max_events=30,
+        throw=False,
+    )
+
+
+def test_asymmetric_coulomb_viscous_on_stacked_blocks():
+    sol = _stacked(FC_POS, FC_NEG, FV_POS, FV_NEG, STACKED_Q0)
+    assert sol.result == jf.RESULTS.successful
+    mass = np.diag([1.0, 2.0])
+    jac = np.array([[1.0, -1.0], [0.0, 1.0]])
+
+    def bias(q, qd):
+        spring = 2.0 * (q[0] - q[1])
+        return np.array([1.0 * q[0] + spring, 3.0 * q[1] - spring])
+
+    def slip_force(s, d):  # Farhat Eq. 4
+        return np.where(d > 0, FC_POS + FV_POS * s, -FC_NEG + FV_NEG * s)
+
+    ref = _Reference(
+        mass,
+        bias,
+        lambda t: STACKED_FORCE * np.sin(1.3 * t),
+        jac,
+        slip_force,
+        FC_POS,
+        FC_NEG,
+    )
+    ts = np.asarray(sol.ts)
+    out, events, _ = ref.simulate(STACKED_Q0, [0.0, 0.0], T1, ts)
+    np.testing.assert_allclose(np.asarray(sol.q), out[:, :2], atol=STATE_TOL)
+    np.testing.assert_allclose(np.asarray(sol.qd), out[:, 2:], atol=STATE_TOL)
+    n_events = int(sol.stats["num_events"])
+    assert n_events == len(events)
+    np.testing.assert_allclose(
+        np.asarray(sol.event_times[:n_events]), events, atol=STATE_TOL
+    )
+    modes, qd = np.asarray(sol.modes), np.asarray(sol.qd)
+    assert np.any(np.all(modes == 0, axis=1))  # both stuck at some time
+    # The ground element is a joint friction: m2 exactly still while stuck.
+    stuck2 = modes[:, 1] == 0
+    assert np.all(qd[stuck2, 1] == 0.0)
+    # Stick forces inside the asymmetric limits.
+    f = np.asarray(sol.friction)
+    for k in range(2):
+        stuck = modes[:, k] == 0
+        assert np.all((f[stuck, k] <= FC_POS[k]) & (f[stuck, k] >= -FC_NEG[k]))
+    # The relative element is held by the Delassus solve: no drift in stick.
+    stuck1 = modes[:, 0] == 0
+    assert np.all(np.abs(np.asarray(sol.slip_velocity)[stuck1, 0]) < 1e-12)
+
+
+# --- batches and budgets ---------------------------------------------------------
+
+
+def test_vmap_equals_loop():
+    # Forward-mode adjoint in the batch, reverse-mode one in the loop: the same
+    # forward operations.
+    batched = _batch_results()[1]
+    for i, p in enumerate(BATCH):
+        single = _forward(p)
+        for a, b in zip(jax.tree.leaves(batched), jax.tree.leaves(single), strict=True):
+            a, b = np.asarray(a)[i], np.asarray(b)
+            if np.issubdtype(b.dtype, np.floating):
+                np.testing.assert_allclose(a, b, rtol=0, atol=VMAP_TOL)
+            else:  # modes, counters, result codes
+                np.testing.assert_array_equal(a, b)
+
+
+def test_event_budget_exhausted():
+    # ẍ + x = 3 sin 5t − f from rest: stick/slip twice per forcing period, more
+    # than MAX_EVENTS events in 10 s.
+    p = _params(1.0, 3.0, 5.0, 0.0)
+    sol = _forward(p)
+    assert sol.result == jf.RESULTS.max_events_reached
+    assert int(sol.stats["num_events"]) == MAX_EVENTS + 1
+    assert np.all(np.isfinite(np.asarray(sol.event_times)))
+    # Never a silently short trajectory: states past the last event are NaN.
+    last = float(sol.event_times[-1])
+    assert np.all(np.isnan(np.asarray(sol.q)[np.asarray(sol.ts) > last + 1.0]))
+    # `simulate` raises by default (throw=True applies `finish`).
+    with pytest.raises(RuntimeError, match="max_events"):
+        finish(sol, True)
