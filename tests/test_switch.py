@@ -9,6 +9,7 @@ differences of the scipy reference for every gradient claim.
 
 import functools
 import itertools
+from typing import ClassVar
 
 import diffrax
 import jax
@@ -462,6 +463,47 @@ def test_asymmetric_coulomb_viscous_on_stacked_blocks():
     # The relative element is held by the Delassus solve: no drift in stick.
     stuck1 = modes[:, 0] == 0
     assert np.all(np.abs(np.asarray(sol.slip_velocity)[stuck1, 0]) < 1e-12)
+
+
+class _IdenticalPair(jf.systems.AbstractSystem):
+    """Two identical unit oscillators with joint friction (``J = I``): their
+    velocities reach zero at the same instant."""
+
+    stiffness: jax.Array
+    n_dof: ClassVar[int] = 2
+    n_friction: ClassVar[int] = 2
+
+    def mass_matrix(self, q):
+        return jnp.eye(2, dtype=q.dtype)
+
+    def bias_force(self, q, qd):
+        return self.stiffness * q
+
+    def friction_jacobian(self, q):
+        return jnp.eye(2, dtype=q.dtype)
+
+    def friction_jacobian_dot_qd(self, q, qd):
+        return jnp.zeros_like(q)
+
+
+def test_simultaneous_events_are_one_switch():
+    sol = jax.jit(
+        lambda q0: jf.simulate(
+            _IdenticalPair(jnp.array(1.0)),
+            jf.Coulomb(1.0),
+            q0=q0,
+            qd0=jnp.zeros(2),
+            t1=5.0,
+            ts=TS[::10] / 2,
+            throw=False,
+        )
+    )(jnp.array([2.75, 2.75]))
+    assert sol.result == jf.RESULTS.successful
+    # Both stop at t = π, x = −0.75 (Quinn), in one event.
+    assert int(sol.stats["num_events"]) == 1
+    np.testing.assert_allclose(np.asarray(sol.q[-1]), -0.75, atol=STICK_TOL)
+    assert np.all(np.asarray(sol.qd[-1]) == 0.0)
+    assert np.all(np.asarray(sol.modes[-1]) == 0)
 
 
 # --- batches and budgets ---------------------------------------------------------
