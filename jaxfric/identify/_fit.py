@@ -264,12 +264,13 @@ def default_adam(
     return optax.adam(schedule)
 
 
-def _covariance(residual, jac_u, dtheta_du, p: int) -> np.ndarray:
+def _covariance(residual, jac_u, dtheta_du, p: int, n_res: int) -> np.ndarray:
     """Gauss–Newton covariance of the first `p` unknowns (the parameters; the
-    rest are shooting nodes): ``σ̂² A (J_uᵀJ_u)⁻¹ Aᵀ``, ``A = ∂θ/∂u``."""
+    rest are shooting nodes): ``σ̂² A (J_uᵀJ_u)⁻¹ Aᵀ``, ``A = ∂θ/∂u``, with
+    ``σ̂² = ‖r‖²/(n_res − unknowns)`` over the `n_res` counted residuals."""
     residual = np.asarray(residual, float)
     jac_u = np.asarray(jac_u, float)
-    n_res, n_unknowns = jac_u.shape
+    n_unknowns = jac_u.shape[1]
     sigma2 = residual @ residual / max(n_res - n_unknowns, 1)
     normal = jac_u.T @ jac_u
     if not np.all(np.isfinite(normal)) or np.linalg.matrix_rank(normal) < n_unknowns:
@@ -407,7 +408,7 @@ def fit(
     jac_u = residual = None
     if kind == "lm":
         flat0, unravel = ravel_pytree(u)
-        state = lm_init(flat0, problem.num_residuals)
+        state = lm_init(flat0, problem.residual_size)
         while steps_done < max_steps:
             active = jnp.asarray(min(chunk, max_steps - steps_done))
             state, chunk_records = _lm_chunk(
@@ -454,7 +455,9 @@ def fit(
 
     values, dtheta_du = _summary(problem, best_u)
     values = np.asarray(values)
-    covariance = _covariance(residual, jac_u, dtheta_du, values.size)
+    covariance = _covariance(
+        residual, jac_u, dtheta_du, values.size, problem.num_residuals
+    )
     variance = np.diag(covariance)
     stderr = np.where(np.isfinite(variance), np.sqrt(np.abs(variance)), np.nan)
     return FitResult(

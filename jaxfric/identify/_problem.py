@@ -101,7 +101,8 @@ class Problem(eqx.Module):
     free_nodes: bool = eqx.field(static=True)
     continuity_weight: Array
     node_data: Any  # (q, qd) of shape (B, W-1, n) for data-reset nodes, else None
-    num_residuals: int = eqx.field(static=True)
+    num_residuals: int = eqx.field(static=True)  # counted entries (the loss's N)
+    residual_size: int = eqx.field(static=True)  # length of the residual vector
     simulate_options: tuple = eqx.field(static=True)
     num_unknowns: int = eqx.field(static=True)
     free_shapes: tuple = eqx.field(static=True)
@@ -216,16 +217,18 @@ def residuals_theta(problem: Problem, theta, nodes, mode: str = "bwd"):
     mask = np.ones(index.shape)
     mask[1:, 0] = 0.0
     mask = jnp.asarray(mask)[None, :, :, None]
-    parts = [(q_sim - q_meas) * problem.position_weight * mask]
+    w_q = problem.position_weight[None, None, None, :]
+    parts = [(q_sim - q_meas) * w_q * mask]
     if problem.use_velocity:
         qd_meas = exps.qd[:, index]
-        parts.append((qd_sim - qd_meas) * problem.velocity_weight * mask)
+        w_v = problem.velocity_weight[None, None, None, :]
+        parts.append((qd_sim - qd_meas) * w_v * mask)
     failed = ~ok[:, :, None, None]
     parts = [jnp.where(failed, _FAILED_RESIDUAL, p) for p in parts]
     flat = [p.reshape(-1) for p in parts]
     if problem.num_windows > 1 and problem.free_nodes:
         duration = ts_w[:, :-1, -1] - ts_w[:, :-1, 0]  # (B, W-1)
-        c = problem.continuity_weight * problem.position_weight
+        c = problem.continuity_weight * problem.position_weight[None, None, :]
         dq = (q_sim[:, :-1, -1] - q_nodes) * c
         dqd = (qd_sim[:, :-1, -1] - qd_nodes) * c * duration[..., None]
         flat += [dq.reshape(-1), dqd.reshape(-1)]
@@ -473,13 +476,16 @@ def build_problem(
 
     batch, windows = experiments.ts.shape[0], shooting.num_windows
     length = (num_samples - 1) // windows
-    num_residuals = batch * n * (windows * length + 1) * (2 if use_velocity else 1)
+    channels = 2 if use_velocity else 1
+    num_residuals = batch * n * (windows * length + 1) * channels
+    residual_size = batch * n * windows * (length + 1) * channels
     node_data, nodes = None, None
     if windows > 1:
         node_q, node_qd = _node_start(experiments, windows)
         if shooting.free_nodes:
             nodes = (node_q, node_qd)
             num_residuals += 2 * batch * (windows - 1) * n
+            residual_size += 2 * batch * (windows - 1) * n
         else:
             node_data = (node_q, node_qd)
     names = _expand_names(paths, free_index, leaves)
@@ -497,6 +503,7 @@ def build_problem(
         continuity_weight=jnp.asarray(shooting.continuity_weight, float),
         node_data=node_data,
         num_residuals=num_residuals,
+        residual_size=residual_size,
         simulate_options=options,
         num_unknowns=len(names) + (0 if nodes is None else 2 * nodes[0].size),
         free_shapes=tuple(tuple(np.shape(leaves[i])) for i in free_index),
