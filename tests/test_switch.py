@@ -395,48 +395,74 @@ def test_static_limit_above_kinetic_breakaway():
     np.testing.assert_allclose(np.asarray(sol.qd[:, 0]), out[:, 1], atol=STATE_TOL)
 
 
-# --- multi-DoF: asymmetric Coulomb + viscous (Farhat Eq. 4) on stacked blocks ---
+# --- two DoF: asymmetric Coulomb + viscous (Farhat Eq. 4), simultaneous events ---
 
-STACKED = jf.systems.StackedBlocks(m1=1.0, m2=2.0, k1=1.0, k2=3.0, k12=2.0)
-FC_POS, FC_NEG = np.array([0.8, 2.5]), np.array([0.6, 2.0])
-FV_POS, FV_NEG = np.array([0.1, 0.3]), np.array([0.2, 0.1])
-STACKED_FORCE = np.array([2.0, 0.0])  # amplitude on m1; omega = 1.3 rad/s
-STACKED_Q0 = np.array([0.5, -0.3])
+
+class _Linear2(jf.systems.AbstractSystem):
+    """``M q̈ + K q = τ − Jᵀ f`` with constant 2×2 ``M``, ``K``, ``J``: one class
+    (one compilation) for the two-DoF cases below."""
+
+    mass: jax.Array
+    stiffness: jax.Array
+    jac: jax.Array
+    n_dof: ClassVar[int] = 2
+    n_friction: ClassVar[int] = 2
+
+    def mass_matrix(self, q):
+        return self.mass
+
+    def bias_force(self, q, qd):
+        return self.stiffness @ q
+
+    def friction_jacobian(self, q):
+        return self.jac
+
+    def friction_jacobian_dot_qd(self, q, qd):
+        return jnp.zeros_like(q)
 
 
 @jax.jit
-def _stacked(fc_pos, fc_neg, fv_pos, fv_neg, q0):
+def _two_dof(system, fc_pos, fc_neg, fv_pos, fv_neg, q0, amplitude):
     return jf.simulate(
-        STACKED,
+        system,
         jf.CoulombViscous(fc_pos, fc_neg, fv_pos, fv_neg),
         q0=q0,
         qd0=jnp.zeros(2),
         t1=T1,
-        force=jf.forces.Sine(jnp.asarray(STACKED_FORCE), 1.3),
+        force=jf.forces.Sine(amplitude, 1.3),
         ts=TS[::2],
         max_events=30,
         throw=False,
     )
 
 
-def test_asymmetric_coulomb_viscous_on_stacked_blocks():
-    sol = _stacked(FC_POS, FC_NEG, FV_POS, FV_NEG, STACKED_Q0)
-    assert sol.result == jf.RESULTS.successful
-    mass = np.diag([1.0, 2.0])
-    jac = np.array([[1.0, -1.0], [0.0, 1.0]])
+# Karnopp's stacked blocks (m1 = 1 on m2 = 2; springs k1 = 1 from m1, k2 = 3
+# from m2 to the ground, k12 = 2 between them): element 1 is the relative
+# friction (J row [1, −1]), element 2 the ground friction (a joint friction).
+STACKED = _Linear2(
+    mass=jnp.diag(jnp.array([1.0, 2.0])),
+    stiffness=jnp.array([[3.0, -2.0], [-2.0, 5.0]]),
+    jac=jnp.array([[1.0, -1.0], [0.0, 1.0]]),
+)
+FC_POS, FC_NEG = np.array([0.8, 2.5]), np.array([0.6, 2.0])
+FV_POS, FV_NEG = np.array([0.1, 0.3]), np.array([0.2, 0.1])
+STACKED_FORCE = np.array([2.0, 0.0])  # amplitude on m1; omega = 1.3 rad/s
+STACKED_Q0 = np.array([0.5, -0.3])
 
-    def bias(q, qd):
-        spring = 2.0 * (q[0] - q[1])
-        return np.array([1.0 * q[0] + spring, 3.0 * q[1] - spring])
+
+def test_asymmetric_coulomb_viscous_two_dof():
+    sol = _two_dof(STACKED, FC_POS, FC_NEG, FV_POS, FV_NEG, STACKED_Q0, STACKED_FORCE)
+    assert sol.result == jf.RESULTS.successful
 
     def slip_force(s, d):  # Farhat Eq. 4
         return np.where(d > 0, FC_POS + FV_POS * s, -FC_NEG + FV_NEG * s)
 
+    stiffness = np.asarray(STACKED.stiffness)
     ref = _Reference(
-        mass,
-        bias,
+        np.asarray(STACKED.mass),
+        lambda q, qd: stiffness @ q,
         lambda t: STACKED_FORCE * np.sin(1.3 * t),
-        jac,
+        np.asarray(STACKED.jac),
         slip_force,
         FC_POS,
         FC_NEG,
@@ -465,41 +491,13 @@ def test_asymmetric_coulomb_viscous_on_stacked_blocks():
     assert np.all(np.abs(np.asarray(sol.slip_velocity)[stuck1, 0]) < 1e-12)
 
 
-class _IdenticalPair(jf.systems.AbstractSystem):
-    """Two identical unit oscillators with joint friction (``J = I``): their
-    velocities reach zero at the same instant."""
-
-    stiffness: jax.Array
-    n_dof: ClassVar[int] = 2
-    n_friction: ClassVar[int] = 2
-
-    def mass_matrix(self, q):
-        return jnp.eye(2, dtype=q.dtype)
-
-    def bias_force(self, q, qd):
-        return self.stiffness * q
-
-    def friction_jacobian(self, q):
-        return jnp.eye(2, dtype=q.dtype)
-
-    def friction_jacobian_dot_qd(self, q, qd):
-        return jnp.zeros_like(q)
-
-
 def test_simultaneous_events_are_one_switch():
-    sol = jax.jit(
-        lambda q0: jf.simulate(
-            _IdenticalPair(jnp.array(1.0)),
-            jf.Coulomb(1.0),
-            q0=q0,
-            qd0=jnp.zeros(2),
-            t1=5.0,
-            ts=TS[::10] / 2,
-            throw=False,
-        )
-    )(jnp.array([2.75, 2.75]))
+    # Two identical unit oscillators with joint friction (J = I), Fc = 1, from
+    # x0 = 2.75: both velocities reach zero at t = π, x = −0.75 (Quinn).
+    pair = _Linear2(mass=jnp.eye(2), stiffness=jnp.eye(2), jac=jnp.eye(2))
+    ones = np.ones(2)
+    sol = _two_dof(pair, ones, ones, 0 * ones, 0 * ones, 2.75 * ones, 0 * ones)
     assert sol.result == jf.RESULTS.successful
-    # Both stop at t = π, x = −0.75 (Quinn), in one event.
     assert int(sol.stats["num_events"]) == 1
     np.testing.assert_allclose(np.asarray(sol.q[-1]), -0.75, atol=STICK_TOL)
     assert np.all(np.asarray(sol.qd[-1]) == 0.0)

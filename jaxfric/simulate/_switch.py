@@ -160,24 +160,6 @@ def _event_condition(t, y, args: _Segment, **kwargs):
     return jnp.where(started, g / jnp.where(started, elapsed, 1.0), 1.0)
 
 
-def _no_gradient(tree):
-    arrays, rest = eqx.partition(tree, eqx.is_inexact_array)
-    return eqx.combine(jax.lax.stop_gradient(arrays), rest)
-
-
-def _simultaneous(t, y, seg: _Segment, window) -> Bool[Array, " m"]:
-    """Elements whose condition is at its minimum or reaches zero within
-    `window` (s), to first order: ``g_k <= |ġ_k|·window``, with ``ġ`` the rate
-    of the conditions along the flow."""
-    t, y, seg = _no_gradient((t, y, seg))  # a choice, not a value to differentiate
-    g, g_dot = jax.jvp(
-        lambda t, y: _element_conditions(t, y, seg),
-        (t, y),
-        (jnp.ones_like(t), _vector_field(t, y, seg)),
-    )
-    return (g <= jnp.abs(g_dot) * window) | (jnp.arange(g.shape[0]) == jnp.argmin(g))
-
-
 def _project_velocity(
     system: AbstractSystem, q: Vector, qd: Vector, zero: Bool[Array, " m"]
 ) -> Vector:
@@ -207,11 +189,14 @@ def _joint_coordinates(jac, elements) -> Bool[Array, " dof"]:
 
 
 def _switch(
-    system, law, force, t, q, qd, x, modes, at_zero, breakaway
+    system, law, q, qd, net, friction, modes, at_zero, breakaway
 ) -> tuple[Int[Array, " m"], Vector, Bool[Array, " dof"], Bool[Array, ""]]:
     """New modes at an event (Farhat et al. 2010, Sec. 4.2 and Eq. 8).
 
     Args:
+        net: ``τ − h`` at the event.
+        friction: the friction with the old modes (stick forces of the stuck
+            elements).
         at_zero: elements at zero slip velocity whose mode is to be decided:
             stuck ones that stay candidates for sticking and slipping ones whose
             velocity just reached zero.
@@ -223,8 +208,6 @@ def _switch(
         elements' slip velocities set to zero, the coordinates held exactly in
         the next segment, and whether the stick solve was finite.
     """
-    net = _net_force(system, force, t, q, qd, x)
-    friction, _ = friction_and_acceleration(system, law, q, qd, net, modes)
     released = jnp.where(friction >= 0, 1, -1).astype(modes.dtype)
     modes = jnp.where(breakaway, released, modes)
     modes = consistent_modes(system, law, q, qd, net, modes, at_zero & ~breakaway)
@@ -353,8 +336,10 @@ def simulate_switch(
     modes0 = jnp.sign(slip0).astype(jnp.int32)
     at_zero0 = slip0 == 0
     no = jnp.zeros((m,), dtype=bool)
+    net0 = _net_force(system, force, t0, q0, qd0, x0)
+    friction0, _ = friction_and_acceleration(system, law, q0, qd0, net0, modes0)
     modes0, qd0, hold0, ok0 = _switch(
-        system, law, force, t0, q0, qd0, x0, modes0, at_zero0, no
+        system, law, q0, qd0, net0, friction0, modes0, at_zero0, no
     )
 
     num_t = ts.shape[0]
@@ -442,17 +427,26 @@ def simulate_switch(
             sol.result == diffrax.RESULTS.nonlinear_divergence
         )
 
-        # Which elements switch: the one that triggered, and any other that
-        # reaches its zero within a few event-time tolerances of it
-        # (simultaneous events, e.g. identical joints).
-        window = 100 * time_tol * (1 + jnp.abs(t_e))
-        near = _simultaneous(t_e, (q_e, qd_e, x_e), seg, window)
+        # Which elements switch: the one that triggered, and any slipping one
+        # whose velocity reaches zero within a few event-time tolerances of it
+        # (simultaneous events, e.g. identical joints; a second breakaway that
+        # close costs one more, short, segment).
         stuck = c.modes == STICK
+        net = _net_force(system, force, t_e, q_e, qd_e, x_e)
+        friction, acc = friction_and_acceleration(system, law, q_e, qd_e, net, c.modes)
+        slip = system.slip_velocity(q_e, qd_e)
+        slip_rate = system.friction_jacobian(q_e) @ acc + (
+            system.friction_jacobian_dot_qd(q_e, qd_e)
+        )
+        g = jnp.where(stuck, stick_margin(law, friction), c.modes * slip)
+        window = 100 * time_tol * (1 + jnp.abs(t_e))
+        soon = ~stuck & (g <= jnp.abs(slip_rate) * window)
+        near = soon | (jnp.arange(m) == jnp.argmin(g))
         hit = event_hit & near
         breakaway = hit & stuck
         at_zero = (stuck & ~breakaway) | (hit & ~stuck)
         modes, qd_e, hold, ok = _switch(
-            system, law, force, t_e, q_e, qd_e, x_e, c.modes, at_zero, breakaway
+            system, law, q_e, qd_e, net, friction, c.modes, at_zero, breakaway
         )
         ok = ok | ~event_hit
         modes = jnp.where(event_hit, modes, c.modes)
