@@ -108,5 +108,83 @@ def simulate(config: ConfigArg, out: OutOption = None) -> None:
         _fail(f"the solve failed: {message}", EXIT_FAILED_SOLVE)
 
 
+@app.command()
+def identify(
+    config: ConfigArg,
+    out: OutOption = None,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")
+    ] = True,
+) -> None:
+    """Fit the free numbers of CONFIG (sections [identify], [[experiments]],
+    optional [synthetic], [true]; see jaxfric/identify/_config.py) to its
+    records; write identify.json (fitted vs true values, standard errors, loss
+    history) and identify.png (measured vs fitted, convergence)."""
+    from tqdm import tqdm
+
+    import jaxfric.identify as ji
+    from jaxfric.identify._config import (
+        parse_identify_config,
+        plot,
+        report,
+        resolve_path as _resolve,
+    )
+    from jaxfric.io import ConfigError
+    from jaxfric.io.results import write_json
+
+    try:
+        cfg = parse_identify_config(config)
+    except (ConfigError, ji.RecordError) as e:
+        _fail(f"{config}: {e}")
+    total = cfg.fit_kwargs["max_steps"]
+    bar = tqdm(total=total, desc=config.stem, disable=not progress, unit="step")
+
+    def callback(step: int, loss: float) -> None:
+        bar.update(step - bar.n)
+        bar.set_postfix(loss=f"{loss:.4g}")
+
+    start = time.perf_counter()
+    try:
+        result = ji.fit(
+            cfg.system,
+            cfg.friction,
+            cfg.experiments,
+            free=lambda m: tuple(_resolve(m, p) for p in cfg.free),
+            callback=callback,
+            **cfg.fit_kwargs,
+        )
+    except (ValueError, TypeError) as e:
+        bar.close()
+        _fail(f"{config}: [identify] {e}")
+    bar.close()
+    wall = time.perf_counter() - start
+    folder = output_dir(config, out)
+    folder.mkdir(parents=True, exist_ok=True)
+    summary = report(cfg, result, wall)
+    paths = {"report": write_json(summary, folder / "identify.json")}
+    q_fit, _ = ji.predict(result.model, cfg.simulate_options)
+    paths["figure"] = plot(cfg, result, q_fit, folder / "identify.png")
+    for p, entry in summary["parameters"].items():
+        value = [round(float(v), 8) for v in entry["value"].ravel()]
+        se = [float(f"{s:.3g}") for s in entry["stderr"].ravel()]
+        line = f"{p} = {value} ± {se}"
+        if "true" in entry:
+            err = [f"{100 * float(e):.3g} %" for e in entry["relative_error"].ravel()]
+            line += f" (true {entry['true'].ravel().tolist()}, error {err})"
+        typer.echo(line)
+    typer.echo(
+        f"loss {result.loss:.6g} after {result.num_steps} steps "
+        f"({'converged' if result.converged else 'step budget spent'}), "
+        f"wall {wall:.2f} s"
+    )
+    for path in paths.values():
+        typer.echo(f"wrote {path}")
+    if result.num_failed_solves:
+        _fail(
+            f"{result.num_failed_solves} simulation(s) fail at the fitted model",
+            EXIT_FAILED_SOLVE,
+        )
+
+
 if __name__ == "__main__":
     app()

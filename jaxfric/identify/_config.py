@@ -1,0 +1,414 @@
+"""TOML configuration of an identification run (``jaxfric identify CONFIG``), its
+report (JSON) and figures. File I/O lives here and in `jaxfric.cli`, never in
+the fitting code.
+
+A configuration::
+
+    [system]                 # as for `jaxfric simulate`: the model, with the
+    type = "Oscillator"      # starting guess of every free number
+    mass = 1.0
+    stiffness = 4.0
+
+    [friction]
+    type = "Stribeck"
+    fc = 1.5
+    fs = 2.25
+    vs = 0.15
+    fv = 0.3
+
+    [identify]
+    free = ["friction.fc", "friction.fs", "friction.vs", "friction.fv"]
+    optimizer = "lm"         # "lm" (Levenberg–Marquardt) or "adam"
+    max_steps = 60
+    learning_rate = 0.05     # Adam only
+    position_weight = 1.0    # scalar or one per coordinate
+    velocity_weight = 0.0
+    windows = 1              # multiple shooting
+    free_nodes = true
+    continuity_weight = 10.0
+    jac = "fwd"              # optional: "fwd" or "bwd"
+
+    [simulate]               # optional: rtol, atol, dtmax, dt0, max_steps,
+    rtol = 1e-10             # max_events, solver (keywords of `simulate`)
+
+    [true]                   # optional: known values, reported next to the fit
+    "friction.fc" = 1.0
+
+    [[experiments]]          # one table per measured record
+    file = "records/a.csv"   # CSV or NPZ (see `load_record`), relative to the
+                             # configuration's folder
+    force = { type = "Sine", amplitude = 3.0, omega = 1.5 }  # optional: the
+                             # input model; default: the record's `u` column
+
+Instead of files, ``[synthetic]`` makes the records by simulating a true model
+(the ``[friction]`` and ``[system]`` tables of ``[synthetic]`` override the
+model's; ``noise`` is relative to each record's RMS position) and every
+``[[experiments]]`` entry then gives ``force``, ``t1`` and ``num_samples``::
+
+    [synthetic]
+    noise = 0.01
+    seed = 0
+    friction = { type = "Stribeck", fc = 1.0, fs = 1.5, vs = 0.1, fv = 0.2 }
+
+Unknown sections and keys, wrong types and unknown names raise `ConfigError`
+naming the section and key.
+"""
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jax.tree_util as jtu
+import numpy as np
+
+from ..io.config import ConfigError, build, parse_simulate, read_toml
+from ._data import Record, load_record
+from ._experiment import Experiment, from_record, stack_experiments
+from ._fit import FitResult, Model, MultipleShooting, default_adam
+from ._lm import LevenbergMarquardt
+
+SECTIONS = (
+    "system",
+    "friction",
+    "identify",
+    "simulate",
+    "true",
+    "experiments",
+    "synthetic",
+)
+IDENTIFY_KEYS = {
+    "free": "paths",
+    "optimizer": ("choice", ("lm", "adam")),
+    "max_steps": "int",
+    "learning_rate": "number",
+    "position_weight": "array",
+    "velocity_weight": "array",
+    "windows": "int",
+    "free_nodes": "bool",
+    "continuity_weight": "number",
+    "jac": ("choice", ("fwd", "bwd")),
+}
+SIMULATE_OPTIONS = ("rtol", "atol", "dtmax", "dt0", "max_steps", "max_events", "solver")
+EXPERIMENT_KEYS = ("file", "force", "q0", "qd0", "t1", "num_samples")
+SYNTHETIC_KEYS = ("noise", "seed", "friction", "system")
+
+
+@dataclasses.dataclass(frozen=True)
+class IdentifyConfig:
+    """A parsed identification configuration (see the module docstring)."""
+
+    system: Any
+    friction: Any
+    experiments: list[Experiment]
+    free: tuple[str, ...]
+    fit_kwargs: dict[str, Any]
+    simulate_options: dict[str, Any]
+    true: dict[str, float]
+    records: list[Record]
+    raw: dict[str, Any]
+
+
+def _check_keys(table, allowed, section):
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{section}: expected a table.")
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(
+                f"{section} unknown key {key!r}; allowed keys: {', '.join(allowed)}."
+            )
+
+
+def _number(value, where, kind):
+    ok = {
+        "number": isinstance(value, int | float) and not isinstance(value, bool),
+        "int": isinstance(value, int) and not isinstance(value, bool),
+        "bool": isinstance(value, bool),
+        "array": (isinstance(value, int | float) and not isinstance(value, bool))
+        or (isinstance(value, list) and all(isinstance(v, int | float) for v in value)),
+        "paths": isinstance(value, list) and all(isinstance(v, str) for v in value),
+    }
+    if isinstance(kind, tuple):
+        if value in kind[1]:
+            return value
+        raise ConfigError(
+            f"{where}: expected one of {', '.join(map(repr, kind[1]))}, got {value!r}."
+        )
+    if not ok[kind]:
+        raise ConfigError(f"{where}: expected {kind}, got {value!r}.")
+    return value
+
+
+def resolve_path(model, path: str):
+    """``"friction.fc"`` -> ``model.friction.fc`` (attribute chain)."""
+    node = model
+    for part in path.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def _check_path(model: Model, path: str, where: str) -> None:
+    try:
+        leaf = resolve_path(model, path)
+    except AttributeError as e:
+        raise ConfigError(
+            f"{where}: {path!r} is not a number of the model ({e}); use e.g. "
+            "'friction.fc', 'system.mass', 'experiments.qd0'."
+        ) from e
+    if not jtu.tree_leaves(leaf):
+        raise ConfigError(f"{where}: {path!r} holds no numbers.")
+
+
+def parse_identify_config(path: str | Path) -> IdentifyConfig:
+    """Read and check an identification configuration (module docstring).
+
+    Raises:
+        ConfigError: naming the section and key of the problem.
+    """
+    path = Path(path)
+    data = read_toml(path)
+    for key in data:
+        if key not in SECTIONS:
+            raise ConfigError(
+                f"unknown section [{key}]; allowed: "
+                f"{', '.join(f'[{s}]' for s in SECTIONS)}."
+            )
+    for key in ("system", "friction", "identify", "experiments"):
+        if key not in data:
+            raise ConfigError(f"missing section [{key}].")
+    system = build("system", data["system"])
+    friction = build("friction", data["friction"])
+
+    ident = data["identify"]
+    _check_keys(ident, IDENTIFY_KEYS, "[identify]")
+    for key, value in ident.items():
+        _number(value, f"[identify] key {key!r}", IDENTIFY_KEYS[key])
+    if "free" not in ident or not ident["free"]:
+        raise ConfigError("[identify]: missing key 'free' (the unknowns).")
+
+    options = {}
+    if "simulate" in data:
+        _check_keys(data["simulate"], SIMULATE_OPTIONS, "[simulate]")
+        options = parse_simulate({**data["simulate"], "t1": 1.0})
+        for key in ("t1", "q0", "qd0"):
+            options.pop(key)
+
+    synthetic = data.get("synthetic")
+    if synthetic is not None:
+        _check_keys(synthetic, SYNTHETIC_KEYS, "[synthetic]")
+    entries = data["experiments"]
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError("[[experiments]]: expected at least one table.")
+    experiments, records = [], []
+    for k, entry in enumerate(entries):
+        where = f"[[experiments]] #{k}"
+        _check_keys(entry, EXPERIMENT_KEYS, where)
+        force = (
+            build("force", entry["force"], section=f"{where} force")
+            if "force" in entry
+            else None
+        )
+        kw = {
+            key: np.asarray(_number(entry[key], f"{where} key {key!r}", "array"), float)
+            for key in ("q0", "qd0")
+            if key in entry
+        }
+        if synthetic is not None:
+            for key in ("t1", "num_samples"):
+                if key not in entry:
+                    raise ConfigError(f"{where}: missing key {key!r} (synthetic).")
+            if "file" in entry:
+                raise ConfigError(
+                    f"{where}: 'file' and [synthetic] exclude each other."
+                )
+            record = _synthesize(system, friction, synthetic, entry, force, kw, k)
+        else:
+            if "file" not in entry:
+                raise ConfigError(f"{where}: missing key 'file'.")
+            file = Path(entry["file"])
+            file = file if file.is_absolute() else path.parent / file
+            try:
+                record = load_record(file)
+            except OSError as e:
+                raise ConfigError(f"{where} key 'file': cannot read {file}: {e}") from e
+        if force is None and record.u is None:
+            raise ConfigError(
+                f"{where}: no 'force' and the record has no input column 'u'."
+            )
+        records.append(record)
+        experiments.append(from_record(record, force=force, **kw))
+    try:
+        stack_experiments(experiments)
+    except ValueError as e:
+        raise ConfigError(f"[[experiments]]: {e}") from e
+
+    model = Model(system, friction, stack_experiments(experiments))
+    free = tuple(ident["free"])
+    for p in free:
+        _check_path(model, p, "[identify] key 'free'")
+    true = {}
+    if synthetic is not None:
+        true_model = Model(
+            _synthetic_part(synthetic, "system", system),
+            _synthetic_part(synthetic, "friction", friction),
+            model.experiments,
+        )
+        for p in free:
+            if not p.startswith("experiments."):
+                true[p] = resolve_path(true_model, p)
+    for key, value in data.get("true", {}).items():
+        _check_path(model, key, "[true]")
+        true[key] = _number(value, f"[true] key {key!r}", "array")
+    true = {k: np.asarray(v, float) for k, v in true.items()}
+
+    optimizer_name = ident.get("optimizer", "lm")
+    max_steps = ident.get("max_steps", 100 if optimizer_name == "lm" else 1000)
+    if optimizer_name == "adam":
+        optimizer = default_adam(float(ident.get("learning_rate", 0.05)), max_steps)
+    else:
+        optimizer = LevenbergMarquardt(jac=ident.get("jac"))
+    windows = ident.get("windows", 1)
+    shooting = MultipleShooting(
+        windows,
+        free_nodes=ident.get("free_nodes", True),
+        continuity_weight=float(ident.get("continuity_weight", 10.0)),
+    )
+    fit_kwargs = dict(
+        optimizer=optimizer,
+        max_steps=max_steps,
+        position_weight=ident.get("position_weight", 1.0),
+        velocity_weight=ident.get("velocity_weight", 0.0),
+        shooting=shooting,
+        simulate_options=options,
+    )
+    if "jac" in ident:
+        fit_kwargs["jac"] = ident["jac"]
+    return IdentifyConfig(
+        system=system,
+        friction=friction,
+        experiments=experiments,
+        free=free,
+        fit_kwargs=fit_kwargs,
+        simulate_options=options,
+        true=true,
+        records=records,
+        raw=dict(data),
+    )
+
+
+def _synthetic_part(synthetic, family, default):
+    if family not in synthetic:
+        return default
+    return build(family, synthetic[family], section=f"[synthetic.{family}]")
+
+
+def _synthesize(system, friction, synthetic, entry, force, kw, k) -> Record:
+    """A record simulated from the true model of ``[synthetic]``, with noise."""
+    from ..simulate import simulate
+
+    where = f"[[experiments]] #{k}"
+    if force is None:
+        raise ConfigError(f"{where}: missing key 'force' (synthetic records).")
+    t1 = float(_number(entry["t1"], f"{where} key 't1'", "number"))
+    num = int(_number(entry["num_samples"], f"{where} key 'num_samples'", "int"))
+    noise = float(
+        _number(synthetic.get("noise", 0.0), "[synthetic] key 'noise'", "number")
+    )
+    seed = int(_number(synthetic.get("seed", 0), "[synthetic] key 'seed'", "int"))
+    true_system = _synthetic_part(synthetic, "system", system)
+    true_friction = _synthetic_part(synthetic, "friction", friction)
+    ts = np.linspace(0.0, t1, num)
+    sol = simulate(
+        true_system,
+        true_friction,
+        kw.get("q0", 0.0),
+        kw.get("qd0", 0.0),
+        t1,
+        ts=ts,
+        force=force,
+    )
+    q = np.asarray(sol.q)
+    rng = np.random.default_rng([seed, k])
+    q = q + noise * math.sqrt(float(np.mean(q**2))) * rng.normal(size=q.shape)
+    return Record(ts=ts, q=q, source=f"synthetic record {k}")
+
+
+def report(cfg: IdentifyConfig, result: FitResult, wall: float) -> dict[str, Any]:
+    """The JSON report: fitted values with standard errors, true values and
+    relative errors where known, loss history and run facts."""
+    params = {}
+    offset = 0
+    for p in cfg.free:
+        value = np.asarray(resolve_path(result.model, p))
+        se = np.asarray(resolve_path(result.stderr_model, p))
+        size = value.size
+        entry = {
+            "names": list(result.names[offset : offset + size]),
+            "value": value,
+            "stderr": se,
+        }
+        offset += size
+        if p in cfg.true:
+            true = cfg.true[p]
+            entry["true"] = true
+            entry["relative_error"] = np.abs(value - true) / np.maximum(
+                np.abs(true), 1e-300
+            )
+        params[p] = entry
+    return dict(
+        parameters=params,
+        loss=result.loss,
+        loss_history=result.loss_history,
+        num_steps=result.num_steps,
+        converged=result.converged,
+        num_failed_solves=result.num_failed_solves,
+        wall_time_s=wall,
+        fit_seconds=result.seconds,
+        num_experiments=len(cfg.experiments),
+        config=cfg.raw,
+    )
+
+
+def plot(cfg: IdentifyConfig, result: FitResult, q_fit, path: Path) -> Path:
+    """Measured against fitted trajectories, and the convergence of the fit."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    ax = axes[0]
+    for b, record in enumerate(cfg.records):
+        for j in range(record.q.shape[1]):
+            color = f"C{(b * record.q.shape[1] + j) % 10}"
+            ax.plot(record.ts, record.q[:, j], ".", ms=2, color=color, alpha=0.5)
+            ax.plot(record.ts, np.asarray(q_fit[b, :, j]), "-", color=color, lw=1)
+    ax.set(xlabel="t (s)", ylabel="q", title="measured (dots) and fitted (lines)")
+    ax = axes[1]
+    steps = np.arange(1, len(result.loss_history) + 1)
+    ax.semilogy(steps, result.loss_history, "k-", label="loss")
+    if cfg.true:
+        names = list(result.names)
+        for p, true in cfg.true.items():
+            if p not in cfg.free:
+                continue
+            start = sum(
+                np.size(resolve_path(result.model, f))
+                for f in cfg.free[: cfg.free.index(p)]
+            )
+            cols = result.parameter_history[:, start : start + np.size(true)]
+            err = np.abs(cols - np.ravel(true)) / np.maximum(
+                np.abs(np.ravel(true)), 1e-300
+            )
+            for c in range(err.shape[1]):
+                ax.semilogy(steps, err[:, c], label=f"rel. error {names[start + c]}")
+    ax.set(xlabel="step", title="convergence")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["IdentifyConfig", "parse_identify_config", "plot", "report", "resolve_path"]
