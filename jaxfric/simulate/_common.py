@@ -88,6 +88,16 @@ def check_system(system) -> None:
         )
 
 
+def default_adjoint(options):
+    """The diffrax adjoint of a path's solves: `options.adjoint`, else
+    `diffrax.RecursiveCheckpointAdjoint` (reverse mode, `jax.grad`)."""
+    import diffrax
+
+    if options.adjoint is None:
+        return diffrax.RecursiveCheckpointAdjoint()
+    return options.adjoint
+
+
 def finish(solution, throw: bool):
     """Raise on a failed result when `throw`, as `diffrax.diffeqsolve` does."""
     if throw:

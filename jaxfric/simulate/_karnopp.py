@@ -29,6 +29,7 @@ from .._types import Float, SlipVector, Vector
 from ..forces._base import AbstractForce
 from ..friction._karnopp import Karnopp
 from ..systems._base import AbstractSystem
+from ._common import default_adjoint
 from ._kikuuwe import (
     StageStepRK4,
     applied_force,
@@ -204,6 +205,7 @@ def simulate_karnopp(
         saveat=diffrax.SaveAt(ts=ts),
         stepsize_controller=diffrax.ConstantStepSize(),
         max_steps=options.max_steps,
+        adjoint=default_adjoint(options),
         throw=False,
     )
     q, qd, x = sol.ys

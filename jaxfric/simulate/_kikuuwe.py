@@ -15,6 +15,7 @@ from .._types import Float, Scalar, State, Vector
 from ..forces._base import AbstractForce
 from ..friction._kikuuwe import Kikuuwe
 from ..systems._base import AbstractSystem
+from ._common import default_adjoint
 from ._solution import RESULTS, Solution
 
 DEFAULT_DT = 1e-3
@@ -208,6 +209,7 @@ def simulate_kikuuwe(
         saveat=diffrax.SaveAt(ts=ts),
         stepsize_controller=diffrax.ConstantStepSize(),
         max_steps=options.max_steps,
+        adjoint=default_adjoint(options),
         throw=False,
     )
     q, qd, e, x = sol.ys

@@ -41,6 +41,7 @@ class Options(NamedTuple):
     max_steps: int
     max_events: int
     friction_state0: Any
+    adjoint: Any
 
 
 def simulate(
@@ -62,6 +63,7 @@ def simulate(
     max_steps: int = 16384,
     max_events: int = 64,
     friction_state0: ArrayLike | None = None,
+    adjoint: Any = None,
     throw: bool = True,
 ) -> Solution:
     """Simulate ``M(q) q̈ = τ(t, q, q̇) − h(q, q̇) − J(q)ᵀ f`` from ``t0`` to ``t1``.
@@ -99,6 +101,9 @@ def simulate(
         max_steps: step budget (per segment on the switch path).
         max_events: event budget of the switch path.
         friction_state0: initial internal state of a dynamic law (default zero).
+        adjoint: the `diffrax` adjoint of the solves: default
+            `diffrax.RecursiveCheckpointAdjoint()` for reverse mode (`jax.grad`);
+            `diffrax.ForwardMode()` for forward mode (`jax.jacfwd`, `jax.jvp`).
         throw: raise on failure (default); with `False` inspect `Solution.result`.
 
     Returns:
@@ -122,7 +127,15 @@ def simulate(
         check_finite("friction_state0", friction_state0)
     force = as_force(force)
     options = Options(
-        solver, rtol, atol, dt0, dtmax, max_steps, max_events, friction_state0
+        solver,
+        rtol,
+        atol,
+        dt0,
+        dtmax,
+        max_steps,
+        max_events,
+        friction_state0,
+        adjoint,
     )
     return _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw)
 
@@ -133,7 +146,7 @@ def _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw):
     # law type and options) reuses the compiled solve instead of retracing.
     args = (system, friction, force, q0, qd0, t0, t1, ts, options)
     if isinstance(friction, AbstractSetValuedLaw):
-        sol = _switch.simulate_switch(*args)
+        sol = _switch.simulate_switch(*args, adjoint=options.adjoint)
     elif isinstance(friction, AbstractSmoothLaw):
         sol = _smooth.simulate_smooth(*args)
     elif isinstance(friction, AbstractDynamicLaw):

@@ -29,7 +29,7 @@ from .._types import Float, Int, SlipVector, State, Vector
 from ..forces._base import AbstractForce
 from ..friction._base import AbstractDynamicLaw, AbstractSmoothLaw
 from ..systems._base import AbstractSystem
-from ._common import state_vector
+from ._common import default_adjoint, state_vector
 from ._solution import RESULTS, Solution
 
 # Defaults. Smooth laws: the tolerance must sit far below the regularisation
@@ -230,6 +230,7 @@ def _solve(
         saveat=diffrax.SaveAt(ts=ts),
         stepsize_controller=controller,
         max_steps=options.max_steps,
+        adjoint=default_adjoint(options),
         throw=False,  # failures become `Solution.result`; `simulate` applies throw
     )
     fields = saved_outputs(system, friction_fn, layout, ts, sol.ys)
