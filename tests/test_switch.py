@@ -20,8 +20,6 @@ from scipy.integrate import solve_ivp
 
 import jaxfric as jf
 from jaxfric.simulate._common import finish
-from jaxfric.simulate._simulate import Options
-from jaxfric.simulate._switch import simulate_switch
 
 # Stick position of the free oscillator vs the analytic value (Farhat asks 1e-9).
 STICK_TOL = 1e-9
@@ -76,20 +74,18 @@ def _forward(p):
 
 
 def _final_state_forward_mode(p):
-    # `jaxfric.simulate` has no `adjoint` keyword: call the path directly.
     fc, amplitude, omega, x0, ratio = p
-    options = Options(None, None, None, None, None, 16384, MAX_EVENTS, None)
-    sol = simulate_switch(
+    sol = jf.simulate(
         OSCILLATOR,
         jf.Coulomb(fc, ratio * fc),
-        jf.forces.Sine(amplitude, omega),
-        jnp.reshape(x0, (1,)),
-        jnp.zeros((1,)),
-        0.0,
-        T1,
-        TS,
-        options,
+        q0=x0,
+        qd0=0.0,
+        t1=T1,
+        force=jf.forces.Sine(amplitude, omega),
+        ts=TS,
+        max_events=MAX_EVENTS,
         adjoint=diffrax.ForwardMode(),
+        throw=False,
     )
     return jnp.stack([sol.q[-1, 0], sol.qd[-1, 0]]), sol
 
