@@ -251,7 +251,10 @@ def test_optax_and_optimistix_agree_with_builtin_lm():
     lm = fit(SYSTEM, SMOOTH_START, exp, free=SMOOTH_FREE, optimizer="lm")
     np.testing.assert_allclose(lm.values, truth, rtol=NOISELESS_RTOL)
     solver = optx.LevenbergMarquardt(rtol=1e-12, atol=1e-14)
-    ox = fit(SYSTEM, SMOOTH_START, exp, free=SMOOTH_FREE, optimizer=solver)
+    # (No standard errors: saves compiling a Jacobian pass after the loop.)
+    ox = fit(
+        SYSTEM, SMOOTH_START, exp, free=SMOOTH_FREE, optimizer=solver, stderr=False
+    )
     np.testing.assert_allclose(ox.values, truth, rtol=NOISELESS_RTOL)
     # Adam (first order) on the two Coulomb levels, viscous known: 100 steps of
     # a cosine-decayed learning rate from 25 % off get within 2 %.
@@ -263,6 +266,7 @@ def test_optax_and_optimistix_agree_with_builtin_lm():
         free=lambda m: (m.friction.law.fc_pos, m.friction.law.fc_neg),
         optimizer=jf.identify.default_adam(0.1, 100),
         max_steps=100,
+        stderr=False,
     )
     np.testing.assert_allclose(adam.values, [0.8, 0.8], rtol=2e-2)
     assert adam.loss < 1e-3 * adam.loss_history[0]
@@ -287,3 +291,60 @@ def test_multiple_shooting_batched_unknown_initial_velocity():
     assert result.names[4:] == (".experiments.qd0[0, 0]", ".experiments.qd0[1, 0]")
     np.testing.assert_allclose(result.values, SMOOTH_VALUES + [0.5, -0.3], rtol=1e-5)
     assert result.model.experiments.qd0.shape == (2, 1)
+
+
+# ---------------------------------------------------------------------------
+# `jaxfric identify CONFIG`: configuration errors name the section and key, and
+# record errors the file and column (no fit is compiled for these).
+
+_CONFIG = """
+[system]
+type = "Oscillator"
+mass = 1.0
+stiffness = 4.0
+
+[friction]
+type = "Coulomb"
+fc = 1.0
+fs = 1.5
+
+[identify]
+free = {free}
+{extra}
+
+[[experiments]]
+file = "record.csv"
+"""
+
+
+def _run_cli(tmp_path, free='["friction.fc"]', extra="", record_text=None):
+    from typer.testing import CliRunner
+
+    from jaxfric.cli import app
+
+    config = tmp_path / "ident.toml"
+    config.write_text(_CONFIG.format(free=free, extra=extra))
+    (tmp_path / "record.csv").write_text(
+        record_text or "t,q,u\n0.0,0.0,1.0\n0.1,0.0,1.0\n0.2,0.0,1.0\n"
+    )
+    return CliRunner().invoke(app, ["identify", str(config), "--no-progress"])
+
+
+def test_cli_unknown_identify_key(tmp_path):
+    result = _run_cli(tmp_path, extra="bogus = 1")
+    assert result.exit_code == 2
+    assert "[identify] unknown key 'bogus'" in result.output
+
+
+def test_cli_unknown_free_path(tmp_path):
+    result = _run_cli(tmp_path, free='["friction.mu"]')
+    assert result.exit_code == 2
+    assert "'friction.mu'" in result.output and "[identify] key 'free'" in result.output
+
+
+def test_cli_record_error_names_file_and_column(tmp_path):
+    result = _run_cli(
+        tmp_path, record_text="t,q,u\n0.0,0.0,1.0\n0.1,nan,1.0\n0.2,0.0,1.0\n"
+    )
+    assert result.exit_code == 2
+    assert "record.csv" in result.output and "column 'q'" in result.output

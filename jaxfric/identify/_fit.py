@@ -78,7 +78,8 @@ class FitResult:
         num_steps: optimiser steps taken.
         converged: the least-squares stopping test passed (optax: `True` when
             all steps ran).
-        num_failed_solves: simulation windows that failed at `model`.
+        num_failed_solves: simulation windows that failed at `model` (-1: some
+            did, count unknown: optimistix run with `stderr=False`).
         seconds: wall time of the fit (including compilation).
     """
 
@@ -299,6 +300,7 @@ def fit(
     jac: str | None = None,
     chunk: int = 10,
     callback: Callable[[int, float], None] | None = None,
+    stderr: bool = True,
 ) -> FitResult:
     """Fit parameters of a system, a friction law and the applied forces to
     measured experiments, by simulating them with `jaxfric.simulate`.
@@ -318,7 +320,8 @@ def fit(
         transforms: ``(where, transform)`` pairs overriding the defaults:
             `Positive` for system and friction numbers, `Identity` for initial
             states and forces, and ``fs = fc + softplus(u)`` (`AtLeast`) for the
-            static level of `Coulomb` and `Stribeck`.
+            static level of `Coulomb`, `Stribeck` and `LuGre` (also inside
+            `Regularized`).
         optimizer: ``"adam"`` (`default_adam`), ``"lm"`` (the built-in
             `LevenbergMarquardt` with `jac`), a `LevenbergMarquardt`, an
             `optax.GradientTransformation`, or an `optimistix` least-squares
@@ -339,6 +342,10 @@ def fit(
             needs `diffrax.ForwardMode` in the solves), else ``"bwd"``.
         chunk: optimiser steps per compiled call (progress granularity).
         callback: called as ``callback(step, loss)`` after each chunk.
+        stderr: compute standard errors. The least-squares loop has the
+            Jacobian already; after optax or optimistix it costs one more
+            Jacobian pass (and its compilation), skipped with `False` (standard
+            errors are then NaN).
 
     Returns:
         A `FitResult`: the fitted model, loss history and standard errors.
@@ -437,6 +444,8 @@ def fit(
                 converged = True
                 break
         best_u = u
+        final_loss = float(records[-1][0][-1])
+        num_failed = 0 if bool(np.asarray(chunk_records[1])[-1]) else -1
     else:
         state = _optax_init(optimizer, u)
         best = (u, jnp.asarray(jnp.inf))
@@ -448,18 +457,23 @@ def fit(
             after_chunk(chunk_records, count)
         best_u = best[0]
         converged = True
-    if jac_u is None:
+        # The best iterate is only taken where every window solved.
+        final_loss, num_failed = float(best[1]), 0
+    if jac_u is None and stderr:
         final_loss, ok, residual, jac_u = _final(problem, best_u, jac)
         final_loss = float(final_loss)
         num_failed = int(np.sum(~np.asarray(ok)))
 
     values, dtheta_du = _summary(problem, best_u)
     values = np.asarray(values)
-    covariance = _covariance(
-        residual, jac_u, dtheta_du, values.size, problem.num_residuals
-    )
+    if jac_u is None:
+        covariance = np.full((values.size, values.size), np.nan)
+    else:
+        covariance = _covariance(
+            residual, jac_u, dtheta_du, values.size, problem.num_residuals
+        )
     variance = np.diag(covariance)
-    stderr = np.where(np.isfinite(variance), np.sqrt(np.abs(variance)), np.nan)
+    std = np.where(np.isfinite(variance), np.sqrt(np.abs(variance)), np.nan)
     return FitResult(
         model=rebuild(problem, decode(problem, best_u[0])),
         loss=final_loss,
@@ -467,9 +481,9 @@ def fit(
         parameter_history=np.concatenate([r[1] for r in records]),
         names=names,
         values=values,
-        stderr=stderr,
+        stderr=std,
         covariance=covariance,
-        stderr_model=stderr_model(problem, stderr),
+        stderr_model=stderr_model(problem, std),
         num_steps=steps_done,
         converged=converged,
         num_failed_solves=num_failed,

@@ -26,6 +26,8 @@ from jaxtyping import Array
 
 from ..friction._base import AbstractFrictionLaw
 from ..friction._coulomb import Coulomb, Stribeck
+from ..friction._lugre import LuGre
+from ..friction._regularized import Regularized
 from ..simulate import RESULTS, simulate
 from ..systems._base import AbstractSystem
 from ._experiment import Experiment, stack_experiments
@@ -309,12 +311,17 @@ def _default_transforms(model, free_index, paths, treedef, n_leaves) -> dict:
     transforms: dict[int, AbstractTransform] = {
         i: Positive() if i < n_physical else Identity() for i in free_index
     }
-    # Static limit above the kinetic level (Karnopp 1985; Farhat Eq. 5).
-    if isinstance(model.friction, Coulomb | Stribeck):
-        (fs,) = _leaf_indices(lambda m: m.friction.fs, treedef, n_leaves, "fs")
-        (fc,) = _leaf_indices(lambda m: m.friction.fc, treedef, n_leaves, "fc")
-        if fs in transforms and fs != fc:
-            transforms[fs] = AtLeast(reference=fc)
+    # Static limit above the kinetic level (Karnopp 1985; Farhat Eq. 5), for a
+    # law with both levels, also inside a `Regularized` wrapper.
+    laws = [lambda m: m.friction]
+    if isinstance(model.friction, Regularized):
+        laws.append(lambda m: m.friction.law)
+    for law in laws:
+        if isinstance(law(model), Coulomb | Stribeck | LuGre):
+            (fs,) = _leaf_indices(lambda m, w=law: w(m).fs, treedef, n_leaves, "fs")
+            (fc,) = _leaf_indices(lambda m, w=law: w(m).fc, treedef, n_leaves, "fc")
+            if fs in transforms and fs != fc:
+                transforms[fs] = AtLeast(reference=fc)
     return transforms
 
 
