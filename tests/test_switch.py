@@ -36,18 +36,19 @@ VMAP_TOL = 1e-10
 T1 = 10.0
 TS = jnp.linspace(0.0, T1, 1001)
 MAX_EVENTS = 12
-OSCILLATOR = jf.systems.Oscillator(mass=1.0, stiffness=1.0)
 
 
 # --- shared jitted functions (compiled once per session) -----------------------
-# Parameters p = (fc, A, omega, x0, ratio): ẍ + x = A sin(omega t) − f, x(0) = x0,
-# ẋ(0) = 0, Coulomb with kinetic level fc and static limit fs = ratio·fc.
+# Parameters p = (fc, A, omega, x0, ratio, k): ẍ + k x = A sin(omega t) − f,
+# x(0) = x0, ẋ(0) = 0, Coulomb with kinetic level fc and static limit
+# fs = ratio·fc. Friction, force, system and initial-state parameters.
+SENSITIVITIES = [0, 1, 2, 3, 5]  # fc, A, omega, x0, k
 
 
 def _simulate(p, max_events=MAX_EVENTS):
-    fc, amplitude, omega, x0, ratio = p
+    fc, amplitude, omega, x0, ratio, stiffness = p
     return jf.simulate(
-        OSCILLATOR,
+        jf.systems.Oscillator(mass=1.0, stiffness=stiffness),
         jf.Coulomb(fc, ratio * fc),
         q0=x0,
         qd0=0.0,
@@ -74,9 +75,9 @@ def _forward(p):
 
 
 def _final_state_forward_mode(p):
-    fc, amplitude, omega, x0, ratio = p
+    fc, amplitude, omega, x0, ratio, stiffness = p
     sol = jf.simulate(
-        OSCILLATOR,
+        jf.systems.Oscillator(mass=1.0, stiffness=stiffness),
         jf.Coulomb(fc, ratio * fc),
         q0=x0,
         qd0=0.0,
@@ -95,8 +96,8 @@ def _final_state_forward_mode(p):
 _batched = jax.jit(jax.vmap(jax.jacfwd(_final_state_forward_mode, has_aux=True)))
 
 
-def _params(fc=1.0, amplitude=0.0, omega=1.0, x0=2.75, ratio=1.0):
-    return jnp.array([fc, amplitude, omega, x0, ratio])
+def _params(fc=1.0, amplitude=0.0, omega=1.0, x0=2.75, ratio=1.0, stiffness=1.0):
+    return jnp.array([fc, amplitude, omega, x0, ratio, stiffness])
 
 
 FORCED_CASES = [
@@ -246,11 +247,11 @@ class _Reference:
         raise AssertionError("reference event budget exhausted")
 
 
-def _oscillator_reference(fc, amplitude, omega, x0, ratio=1.0):
+def _oscillator_reference(fc, amplitude, omega, x0, ratio=1.0, stiffness=1.0):
     fs = ratio * fc
     return _Reference(
         mass=1.0,
-        bias=lambda q, qd: q,
+        bias=lambda q, qd: stiffness * q,
         applied=lambda t: np.array([amplitude * np.sin(omega * t)]),
         jac=1.0,
         slip_force=lambda s, d: fc * d + 0.0 * s,
@@ -260,17 +261,17 @@ def _oscillator_reference(fc, amplitude, omega, x0, ratio=1.0):
 
 
 def _reference_final(p):
-    fc, amplitude, omega, x0, ratio = (float(v) for v in p)
-    ref = _oscillator_reference(fc, amplitude, omega, x0, ratio)
+    fc, amplitude, omega, x0, ratio, stiffness = (float(v) for v in p)
+    ref = _oscillator_reference(fc, amplitude, omega, x0, ratio, stiffness)
     out, _, _ = ref.simulate([x0], [0.0], T1, np.array([T1]))
     return out[-1]
 
 
-def _central_jacobian(fn, p, steps):
-    """5-point central differences, column by column (one step per column)."""
+def _central_jacobian(fn, p, indices, h=1e-3):
+    """5-point central differences with respect to ``p[indices]``."""
     p = np.asarray(p, float)
     cols = []
-    for i, h in enumerate(steps):
+    for i in indices:
         e = np.zeros_like(p)
         e[i] = h
         cols.append(
@@ -297,8 +298,10 @@ def test_free_oscillator_sticks_at_pi_exactly_still():
     # Stick force balances the spring: f = −k x.
     np.testing.assert_allclose(np.asarray(sol.friction[stuck, 0]), 0.75, atol=1e-9)
     assert int(sol.stats["num_events"]) == 1
-    # Analytic derivative of x(T) = 2 Fc − x0.
-    np.testing.assert_allclose(np.asarray(jac[0, [0, 3]]), [2.0, -1.0], atol=JAC_TOL)
+    # Analytic derivative of x(T) = 2 Fc/k − x0 (no dependence on A at A = 0).
+    np.testing.assert_allclose(
+        np.asarray(jac[0, [0, 3, 5]]), [2.0, -1.0, -2.0], atol=JAC_TOL
+    )
     np.testing.assert_allclose(np.asarray(jac[1]), 0.0, atol=0.0)
 
 
@@ -311,7 +314,10 @@ def test_free_oscillator_two_reversals():
         np.asarray(sol.event_times[:3]), [np.pi, 2 * np.pi, 3 * np.pi], atol=1e-9
     )
     assert int(sol.stats["num_events"]) == 3
-    np.testing.assert_allclose(np.asarray(jac[0, [0, 3]]), [6.0, -1.0], atol=JAC_TOL)
+    # x(T) = 6 Fc/k − x0.
+    np.testing.assert_allclose(
+        np.asarray(jac[0, [0, 3, 5]]), [6.0, -1.0, -6.0], atol=JAC_TOL
+    )
 
 
 # --- forced oscillator: breakaway, reversal, two stick phases --------------------
@@ -342,12 +348,14 @@ def test_forced_jacobian_against_reference(index):
         np.asarray(sol.event_times[:n_events]), events, atol=STATE_TOL
     )
 
-    # Jacobian of (x(T), ẋ(T)) w.r.t. (Fc, A, omega, x0).
-    fd = _central_jacobian(_reference_final, np.asarray(p), [1e-3] * 4)
-    np.testing.assert_allclose(np.asarray(jac[:, :4]), fd, atol=JAC_TOL, rtol=0)
+    # Jacobian of (x(T), ẋ(T)) w.r.t. (Fc, A, omega, x0, k).
+    fd = _central_jacobian(_reference_final, np.asarray(p), SENSITIVITIES)
+    np.testing.assert_allclose(
+        np.asarray(jac[:, SENSITIVITIES]), fd, atol=JAC_TOL, rtol=0
+    )
     # Forward mode (jax.jacfwd with diffrax.ForwardMode, vmapped) agrees.
     jac_fwd = np.asarray(_batch_results()[0][2 + index])
-    np.testing.assert_allclose(jac_fwd[:, :4], fd, atol=JAC_TOL, rtol=0)
+    np.testing.assert_allclose(jac_fwd[:, SENSITIVITIES], fd, atol=JAC_TOL, rtol=0)
 
 
 def test_grazing_contact_does_not_chatter():
