@@ -5,6 +5,7 @@ from . import (
     forces as forces,
     friction as friction,
     identify as identify,
+    optimize as optimize,
     systems as systems,
 )
 from .friction import (

@@ -109,6 +109,79 @@ def simulate(config: ConfigArg, out: OutOption = None) -> None:
 
 
 @app.command()
+def optimize(
+    config: ConfigArg,
+    out: OutOption = None,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")
+    ] = True,
+) -> None:
+    """Optimise the applied force of CONFIG (sections [objective], [[limits]],
+    [optimize]; see docs/optimize.md); write optimize.json, history.png,
+    motion.png and the best trajectory (trajectory.npz/csv/png, summary.json)."""
+    import jaxfric.optimize as jo
+    from jaxfric.io import ConfigError
+    from jaxfric.io.results import result_message, save_solution, write_json
+    from jaxfric.optimize._config import bounds_array, load_optimize_config
+    from jaxfric.optimize._report import plot_history, plot_motion, summary
+
+    try:
+        cfg = load_optimize_config(config)
+    except ConfigError as e:
+        _fail(f"{config}: {e}")
+    start = time.perf_counter()
+    result = jo.optimize(
+        cfg.problem,
+        cfg.optimizer,
+        cfg.params0,
+        num_steps=cfg.num_steps,
+        batched=cfg.batched,
+        project=cfg.project,
+        progress=progress,
+        description=config.stem,
+    )
+    wall = time.perf_counter() - start
+    folder = output_dir(config, out)
+    title = (
+        f"{type(cfg.problem.system).__name__} with "
+        f"{type(cfg.problem.friction).__name__}: optimised "
+        f"{type(cfg.problem.force).__name__}"
+    )
+    paths = save_solution(
+        result.solution,
+        folder,
+        title=title,
+        summary_extra={"config_file": str(config), "config": cfg.raw},
+    )
+    report = summary(result, cfg.problem)
+    report.update(
+        config_file=str(config),
+        config=cfg.raw,
+        bounds=bounds_array(cfg.project),
+        wall_time_s=wall,
+    )
+    paths["report"] = write_json(report, folder / "optimize.json")
+    paths["history"] = folder / "history.png"
+    plot_history(result, title=title).savefig(paths["history"], dpi=120)
+    paths["motion"] = folder / "motion.png"
+    bounds = bounds_array(cfg.project)
+    fig = plot_motion(result, bounds=None if bounds is None else tuple(bounds))
+    fig.savefig(paths["motion"], dpi=120)
+    message = result_message(result.solution)
+    typer.echo(
+        f"{title}: objective {report['initial_objective']} -> "
+        f"{report['objective']:.6g} in {report['num_steps']} steps "
+        f"(loss {report['loss']:.6g}, penalty {report['penalty']:.3g}, limit "
+        f"violation {report['violation']:.3g}); best solve {message}; "
+        f"q(t1)={[round(v, 6) for v in report['final']['q']]}, wall {wall:.2f} s"
+    )
+    for path in paths.values():
+        typer.echo(f"wrote {path}")
+    if message != "successful":
+        _fail(f"the best solve failed: {message}", EXIT_FAILED_SOLVE)
+
+
+@app.command()
 def identify(
     config: ConfigArg,
     out: OutOption = None,

@@ -1,0 +1,391 @@
+"""TOML configuration of an optimisation (``jaxfric optimize CONFIG.toml``).
+
+The sections of a simulation configuration (``[system]``, ``[friction]``,
+``[force]``, ``[simulate]``; see `jaxfric.io.config`) describe the simulation and
+the initial applied force; three more describe the optimisation::
+
+    [objective]                 # the loss (PointToPoint)
+    type = "PointToPoint"
+    target_q = 1.0
+    position_weight = 1e3
+
+    [[limits]]                  # optional penalties, any number
+    type = "VelocityLimit"
+    limit = 2.0
+    weight = 1e3
+
+    [optimize]
+    parameters = ["values"]     # fields of [force] optimised ("reference.a", ...)
+    optimizer = "adam"          # an optax function
+    learning_rate = 0.05        # passed when given and the function takes it
+    num_steps = 200
+    num_starts = 1              # > 1: a batch of starts under vmap, best kept
+    init_noise = 0.1            # std of the Gaussian perturbation of extra starts
+    seed = 0
+    bounds = [-3.0, 3.0]        # optional projection (Box) of the parameters
+
+    [optimize.optimizer_options]  # optional keywords of the optax function
+
+This module turns the parsed TOML (a dict) into objects; it does no file I/O
+itself besides `load_optimize_config`, which the CLI calls.
+"""
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from ._optimize import Box, perturbed_starts
+from ._problem import AbstractLimit, PointToPoint, Problem, TorqueLimit, VelocityLimit
+from ._spline import CubicSpline
+
+SECTIONS = (
+    "system",
+    "friction",
+    "force",
+    "simulate",
+    "objective",
+    "limits",
+    "optimize",
+)
+OBJECTIVES: dict[str, type] = {"PointToPoint": PointToPoint}
+# Force types of this package, besides those of `jaxfric.forces`.
+FORCES: dict[str, type] = {"CubicSpline": CubicSpline}
+LIMITS: dict[str, type[AbstractLimit]] = {
+    "TorqueLimit": TorqueLimit,
+    "VelocityLimit": VelocityLimit,
+}
+OPTIMIZE_KEYS: dict[str, str] = {
+    "parameters": "names",
+    "optimizer": "str",
+    "learning_rate": "number",
+    "optimizer_options": "table",
+    "num_steps": "int",
+    "num_starts": "int",
+    "init_noise": "number",
+    "seed": "int",
+    "bounds": "pair",
+}
+OPTIMIZE_DEFAULTS: dict[str, Any] = {
+    "optimizer": "adam",
+    "learning_rate": None,
+    "optimizer_options": {},
+    "num_starts": 1,
+    "init_noise": 0.0,
+    "seed": 0,
+    "bounds": None,
+}
+_SIMULATE_TO_PROBLEM = ("q0", "qd0", "t1", "t0", "ts", "num_save")
+
+
+def _config_error():
+    from ..io.config import ConfigError
+
+    return ConfigError
+
+
+class OptimizeConfig(NamedTuple):
+    """A parsed optimisation configuration.
+
+    Attributes:
+        problem: the `Problem`.
+        optimizer: the `optax` transformation.
+        params0: the initial decision variables (batched when ``num_starts > 1``).
+        batched: whether `params0` is a batch.
+        num_steps: optimiser steps.
+        project: the `Box` projection, or `None`.
+        raw: the configuration as read.
+    """
+
+    problem: Problem
+    optimizer: optax.GradientTransformation
+    params0: Any
+    batched: bool
+    num_steps: int
+    project: Box | None
+    raw: dict[str, Any]
+
+
+def _get_path(obj, path: str):
+    for name in path.split("."):
+        obj = getattr(obj, name)
+    return obj
+
+
+@functools.cache
+def parameter_selector(names: tuple[str, ...]) -> Callable[[Any], tuple]:
+    """``where`` picking the force fields at the dotted paths `names` (the field
+    itself for one name, a tuple for several); one function per tuple of names,
+    so equal configurations share compiled steps."""
+    if len(names) == 1:
+        return lambda force: _get_path(force, names[0])
+    return lambda force: tuple(_get_path(force, name) for name in names)
+
+
+@functools.cache
+def _optimizer(name: str, options: tuple) -> optax.GradientTransformation:
+    # Cached: the same settings give the same object, hence the same compiled step.
+    return getattr(optax, name)(**dict(options))
+
+
+def make_optimizer(
+    name: str, learning_rate: float | None, options: Mapping[str, Any], where: str
+) -> optax.GradientTransformation:
+    """The optax transformation ``optax.<name>(learning_rate, **options)``
+    (without `learning_rate` when the function takes none, e.g. ``lbfgs``)."""
+    ConfigError = _config_error()
+    fn = getattr(optax, name, None) if not name.startswith("_") else None
+    if not callable(fn) or inspect.isclass(fn):
+        raise ConfigError(
+            f"{where} key 'optimizer': {name!r} is not an optax function."
+        )
+    kwargs = dict(options)
+    signature = inspect.signature(fn)
+    if learning_rate is not None and "learning_rate" in signature.parameters:
+        kwargs.setdefault("learning_rate", learning_rate)
+    items = tuple(sorted(kwargs.items()))
+    try:
+        try:
+            hash(items)
+        except TypeError:  # list-valued options: no cache
+            opt = getattr(optax, name)(**kwargs)
+        else:
+            opt = _optimizer(name, items)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where} optax.{name}({kwargs}): {e}") from e
+    if not isinstance(opt, optax.GradientTransformation):
+        raise ConfigError(
+            f"{where} key 'optimizer': optax.{name} does not return a "
+            "GradientTransformation."
+        )
+    return opt
+
+
+def _keywords(cls, table: Mapping[str, Any], section: str):
+    """Build `cls` from a table of numbers / arrays, checking the keys."""
+    ConfigError = _config_error()
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{section}: expected a table.")
+    params = [
+        p
+        for p in inspect.signature(cls).parameters.values()
+        if p.kind == p.POSITIONAL_OR_KEYWORD
+    ]
+    allowed = [p.name for p in params]
+    kwargs = {}
+    for key, value in table.items():
+        if key == "type":
+            continue
+        if key not in allowed:
+            raise ConfigError(
+                f"{section} unknown key {key!r} for type {cls.__name__!r}; allowed "
+                f"keys: type, {', '.join(allowed)}."
+            )
+        if not _is_numeric(value):
+            raise ConfigError(
+                f"{section} key {key!r}: expected a number or an array of numbers."
+            )
+        kwargs[key] = value
+    missing = [p.name for p in params if p.default is p.empty and p.name not in kwargs]
+    if missing:
+        raise ConfigError(
+            f"{section}: missing required key(s) {', '.join(map(repr, missing))} for "
+            f"type {cls.__name__!r}."
+        )
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{section} {cls.__name__}: {e}") from e
+
+
+def _is_numeric(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    return isinstance(value, list) and all(_is_numeric(v) for v in value)
+
+
+def _typed(registry: dict[str, type], table, section: str):
+    ConfigError = _config_error()
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{section}: expected a table.")
+    name = table.get("type")
+    if name not in registry:
+        raise ConfigError(
+            f"{section}: {'missing key' if name is None else 'unknown type'} "
+            f"{'type' if name is None else repr(name)}; allowed types: "
+            f"{', '.join(registry)}."
+        )
+    return _keywords(registry[name], table, section)
+
+
+def _optimize_table(table) -> dict[str, Any]:
+    ConfigError = _config_error()
+    if not isinstance(table, Mapping):
+        raise ConfigError("[optimize]: expected a table.")
+    out = dict(OPTIMIZE_DEFAULTS)
+    for key, value in table.items():
+        kind = OPTIMIZE_KEYS.get(key)
+        where = f"[optimize] key {key!r}"
+        if kind is None:
+            raise ConfigError(
+                f"[optimize] unknown key {key!r}; allowed keys: "
+                f"{', '.join(OPTIMIZE_KEYS)}."
+            )
+        ok = {
+            "names": isinstance(value, list)
+            and len(value) > 0
+            and all(isinstance(v, str) for v in value),
+            "str": isinstance(value, str),
+            "number": _is_numeric(value) and not isinstance(value, list),
+            "int": isinstance(value, int) and not isinstance(value, bool),
+            "table": isinstance(value, Mapping),
+            "pair": isinstance(value, list) and len(value) == 2 and _is_numeric(value),
+        }[kind]
+        if not ok:
+            expected = {
+                "names": "a non-empty array of strings",
+                "str": "a string",
+                "number": "a number",
+                "int": "an integer",
+                "table": "a table",
+                "pair": "an array [lower, upper] of two numbers",
+            }[kind]
+            raise ConfigError(f"{where}: expected {expected}.")
+        out[key] = value
+    for key in ("parameters", "num_steps"):
+        if key not in out:
+            raise ConfigError(f"[optimize]: missing required key {key!r}.")
+    if out["num_steps"] < 0:
+        raise ConfigError("[optimize] key 'num_steps': must be >= 0.")
+    if out["num_starts"] < 1:
+        raise ConfigError("[optimize] key 'num_starts': must be >= 1.")
+    if out["init_noise"] < 0:
+        raise ConfigError("[optimize] key 'init_noise': must be >= 0.")
+    return out
+
+
+def parse_optimize_config(data: Mapping[str, Any]) -> OptimizeConfig:
+    """Build an `OptimizeConfig` from a configuration read into a dict.
+
+    Raises:
+        ConfigError: unknown section or key, missing key, wrong value type, or
+            a value a constructor rejects; the message names section and key.
+    """
+    from ..io.config import build, parse_simulate
+
+    ConfigError = _config_error()
+    for key in data:
+        if key not in SECTIONS:
+            raise ConfigError(
+                f"unknown section [{key}]; allowed sections: "
+                f"{', '.join(f'[{s}]' for s in SECTIONS)}."
+            )
+    for key in ("system", "friction", "force", "simulate", "objective", "optimize"):
+        if key not in data:
+            raise ConfigError(f"missing section [{key}].")
+    system = build("system", data["system"])
+    friction = build("friction", data["friction"])
+    force_table = data["force"]
+    if isinstance(force_table, Mapping) and force_table.get("type") in FORCES:
+        force = _keywords(FORCES[force_table["type"]], force_table, "[force]")
+    else:
+        force = build("force", force_table)
+    sim = parse_simulate(data["simulate"])
+    loss = _typed(OBJECTIVES, data["objective"], "[objective]")
+    limits_table = data.get("limits", [])
+    if not isinstance(limits_table, list):
+        raise ConfigError("[[limits]]: expected an array of tables ([[limits]]).")
+    limits = tuple(
+        _typed(LIMITS, t, f"[[limits]] #{i}") for i, t in enumerate(limits_table)
+    )
+    opt = _optimize_table(data["optimize"])
+
+    names = tuple(opt["parameters"])
+    for name in names:
+        try:
+            value = _get_path(force, name)
+        except AttributeError:
+            raise ConfigError(
+                f"[optimize] key 'parameters': the force {type(force).__name__} has "
+                f"no field {name!r}."
+            ) from None
+        if not (
+            isinstance(value, jax.Array) and jnp.issubdtype(value.dtype, jnp.floating)
+        ):
+            raise ConfigError(
+                f"[optimize] key 'parameters': {name!r} of {type(force).__name__} is "
+                "not an array of numbers."
+            )
+    problem_kwargs = {k: sim.pop(k) for k in _SIMULATE_TO_PROBLEM if k in sim}
+    try:
+        problem = Problem(
+            system,
+            friction,
+            force,
+            loss,
+            where=parameter_selector(names),
+            limits=limits,
+            simulate_options=sim,
+            **problem_kwargs,
+        )
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"[simulate]: {e}") from e
+    optimizer = make_optimizer(
+        opt["optimizer"], opt["learning_rate"], opt["optimizer_options"], "[optimize]"
+    )
+    project = None
+    if opt["bounds"] is not None:
+        try:
+            project = Box(*opt["bounds"])
+        except ValueError as e:
+            raise ConfigError(f"[optimize] key 'bounds': {e}") from e
+
+    params0 = problem.initial_params()
+    batched = opt["num_starts"] > 1
+    if batched:
+        params0 = perturbed_starts(
+            params0, opt["num_starts"], opt["init_noise"], opt["seed"]
+        )
+    return OptimizeConfig(
+        problem, optimizer, params0, batched, opt["num_steps"], project, dict(data)
+    )
+
+
+def load_optimize_config(path: str | Path) -> OptimizeConfig:
+    """Read and parse an optimisation configuration file (see the module
+    docstring).
+
+    Raises:
+        ConfigError: the file cannot be read or is invalid.
+    """
+    from ..io.config import read_toml
+
+    return parse_optimize_config(read_toml(path))
+
+
+def bounds_array(project: Box | None) -> list[float] | None:
+    """The bounds of a `Box` as plain floats (for reports)."""
+    if project is None:
+        return None
+    return [float(np.asarray(project.lower)), float(np.asarray(project.upper))]
+
+
+__all__ = [
+    "FORCES",
+    "LIMITS",
+    "OBJECTIVES",
+    "SECTIONS",
+    "OptimizeConfig",
+    "load_optimize_config",
+    "make_optimizer",
+    "parameter_selector",
+    "parse_optimize_config",
+]

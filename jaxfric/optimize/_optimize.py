@@ -1,0 +1,394 @@
+"""The optimisation loop: any `optax` transformation, one jitted step, batches of
+initial guesses with `vmap`, projection, best iterate kept."""
+
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jaxtyping import Array, ArrayLike, Float, PyTree
+
+from .._check import as_float, check_finite, is_concrete
+from .._types import Scalar
+from ..forces._base import AbstractForce
+from ..simulate._solution import Solution
+from ._problem import Problem
+
+
+class Box(eqx.Module):
+    """Projection onto the box ``lower <= θ <= upper``, applied to every decision
+    variable after each optimiser update (and to the initial guess).
+
+    For the knot torques of a linearly interpolated `jaxfric.forces.Tabulated`
+    force (or a zero-order hold) this enforces ``lower <= τ(t) <= upper`` at every
+    time exactly, not only at saved times.
+
+    Args:
+        lower: lower bound (scalar, or broadcasting against every leaf).
+        upper: upper bound, ``>= lower``.
+    """
+
+    lower: Float[Array, "..."] = eqx.field(converter=as_float)
+    upper: Float[Array, "..."] = eqx.field(converter=as_float)
+
+    def __check_init__(self):
+        check_finite("lower", self.lower)
+        check_finite("upper", self.upper)
+        if not (is_concrete(self.lower) and is_concrete(self.upper)):
+            return
+        if not np.all(np.asarray(self.upper) >= np.asarray(self.lower)):
+            raise ValueError(
+                f"`upper` must be >= `lower`; got lower={np.asarray(self.lower)!r}, "
+                f"upper={np.asarray(self.upper)!r}."
+            )
+
+    def __call__(self, params: PyTree[Float[Array, "..."]]):
+        return jax.tree.map(lambda p: jnp.clip(p, self.lower, self.upper), params)
+
+
+class _Best(eqx.Module):
+    """Best iterate seen so far (per batch member)."""
+
+    value: Float[Array, "*batch"]
+    params: Any
+
+
+class OptimizeResult(eqx.Module):
+    """What `optimize` returns.
+
+    Attributes:
+        params: the best decision variables found (lowest objective among the
+            iterates whose solve succeeded, over every batch member).
+        force: the applied force built from `params`.
+        solution: the simulation at `params`.
+        value: the objective there, ``loss + penalty``.
+        loss: the user loss there.
+        penalty: the sum of the limit penalties there.
+        violation: the largest excess over every `AbstractLimit` there (0 when
+            the limits hold at the saved times).
+        success: whether the simulation at `params` succeeded.
+        history: the objective at every iterate, shape ``(num_steps + 1,)``
+            (``(batch, num_steps + 1)`` for a batch; entry ``k`` is the value at
+            the ``k``-th iterate, the last one at the final iterate); ``nan``
+            where the solve failed.
+        history_aux: the same for ``loss``, ``penalty``, ``violation`` and
+            ``success``.
+        final_params: the last iterate (batched for a batch).
+        member_values: best objective of each batch member, shape ``(batch,)``;
+            `None` for a single start.
+        best_index: the batch member `params` comes from (`None` for a single
+            start).
+    """
+
+    params: Any
+    force: AbstractForce
+    solution: Solution
+    value: Float[Array, ""]
+    loss: Float[Array, ""]
+    penalty: Float[Array, ""]
+    violation: Float[Array, ""]
+    success: bool
+    history: np.ndarray
+    history_aux: dict[str, np.ndarray]
+    final_params: Any
+    member_values: np.ndarray | None
+    best_index: int | None
+
+
+def _all_finite(tree) -> Array:
+    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
+
+
+def _strong(tree):
+    """Drop weak types: the step's outputs are strongly typed, and inputs that
+    differ from them only in weak type would trace the step a second time."""
+    return jax.tree.map(
+        lambda x: jnp.asarray(x, dtype=x.dtype) if eqx.is_array(x) else x, tree
+    )
+
+
+def _select(pred, new, old):
+    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), new, old)
+
+
+def _improve(best: _Best, value, params, ok) -> _Best:
+    better = ok & (value < best.value)
+    return _Best(
+        jnp.where(better, value, best.value), _select(better, params, best.params)
+    )
+
+
+def _mapped(fn, batched: bool, n_shared: int):
+    """`fn` itself, or `fn` vmapped over every argument after the first
+    `n_shared` ones."""
+    if not batched:
+        return fn
+
+    def wrapped(*args):
+        shared, own = args[:n_shared], args[n_shared:]
+        return eqx.filter_vmap(lambda *o: fn(*shared, *o))(*own)
+
+    return wrapped
+
+
+def _one_step(problem: Problem, optimizer, project, params, opt_state, best: _Best):
+    objective = problem.objective_and_solution
+    (value, (aux, sol)), grads = jax.value_and_grad(objective, has_aux=True)(params)
+    ok = aux["success"] & jnp.isfinite(value) & _all_finite(grads)
+    if isinstance(optimizer, optax.GradientTransformationExtraArgs):
+        # Line-search methods (optax.lbfgs, ...) re-evaluate the objective.
+        updates, new_state = optimizer.update(
+            grads,
+            opt_state,
+            params,
+            value=value,
+            grad=grads,
+            value_fn=lambda p: problem.objective(p)[0],
+        )
+    else:
+        updates, new_state = optimizer.update(grads, opt_state, params)
+    new_params = optax.apply_updates(params, updates)
+    if project is not None:
+        new_params = project(new_params)
+    # A failed solve or a non-finite gradient leaves the iterate where it was.
+    new_params = _select(ok, new_params, params)
+    new_state = _select(ok, new_state, opt_state)
+    best = _improve(best, value, params, ok)
+    return new_params, new_state, best, value, aux, sol
+
+
+@eqx.filter_jit
+def _step(problem, optimizer, project, params, opt_state, best, batched):
+    # One compiled step per problem structure: iterations (and later calls with
+    # the same problem structure, optimiser and projection) reuse it. It also
+    # returns the objective, its parts and the simulation at `params`, so the
+    # final evaluations reuse it too instead of compiling a forward pass.
+    step = _mapped(_one_step, batched, 3)
+    return step(problem, optimizer, project, params, opt_state, best)
+
+
+@eqx.filter_jit
+def _evaluate(problem, params):
+    value, (aux, sol) = problem.objective_and_solution(params)
+    return value, aux, sol
+
+
+def evaluate(
+    problem: Problem, params: PyTree[Float[Array, "..."]] | None = None
+) -> tuple[Scalar, dict[str, Array], Solution]:
+    """The objective of `problem` at `params` (default: its initial decision
+    variables), with its parts and the simulation (compiled once per problem
+    structure).
+
+    Returns:
+        ``(value, aux, solution)``, `aux` as in `Problem.objective`.
+    """
+    params = problem.initial_params() if params is None else params
+    return _evaluate(problem, params)
+
+
+@eqx.filter_jit
+def value_and_grad(
+    problem: Problem, params: PyTree[Float[Array, "..."]]
+) -> tuple[Scalar, Any, dict[str, Array], Solution]:
+    """The objective of `problem` at `params` and its reverse-mode gradient
+    (through the switch path's events for Coulomb-type laws), compiled once per
+    problem structure.
+
+    Returns:
+        ``(value, grad, aux, solution)``: `grad` is structured as `params`; `aux`
+        as in `Problem.objective`; `solution` is the simulation at `params`.
+    """
+    objective = problem.objective_and_solution
+    (value, (aux, sol)), grads = jax.value_and_grad(objective, has_aux=True)(params)
+    return value, grads, aux, sol
+
+
+def _batch_size(params) -> int:
+    sizes = {int(np.shape(x)[0]) if np.ndim(x) else -1 for x in jax.tree.leaves(params)}
+    if len(sizes) != 1 or -1 in sizes:
+        raise ValueError(
+            "with `batched=True` every leaf of `params0` must have the same leading "
+            f"(batch) axis; got leading sizes {sorted(sizes)}."
+        )
+    return sizes.pop()
+
+
+def optimize(
+    problem: Problem,
+    optimizer: optax.GradientTransformation,
+    params0: PyTree[Float[ArrayLike, "..."]] | None = None,
+    *,
+    num_steps: int,
+    batched: bool = False,
+    project: Callable[[Any], Any] | None = None,
+    progress: bool = False,
+    description: str = "optimize",
+) -> OptimizeResult:
+    """Minimise ``problem.objective`` (loss + limit penalties) with an `optax`
+    transformation.
+
+    Each iteration is one call of a compiled step (objective, reverse-mode
+    gradient through the simulation, optimiser update, projection); it is traced
+    once per problem structure, so iterations never recompile, and a later call
+    with the same structure, `optimizer` object and projection type reuses it
+    (a new ``optax.adam(...)`` object is a new function to JAX: reuse the object
+    to avoid recompiling). Iterates whose simulation fails (`Solution.result`)
+    or whose gradient is not finite are not accepted: the step leaves them
+    unchanged. Line-search transformations (``optax.lbfgs()``, any
+    `optax.GradientTransformationExtraArgs`) receive ``value``, ``grad`` and
+    ``value_fn``.
+
+    Args:
+        problem: the `Problem`.
+        optimizer: any `optax.GradientTransformation`.
+        params0: initial decision variables, structured as
+            ``problem.initial_params()``; default: those. With ``batched=True``
+            every leaf has a leading batch axis: the starts are optimised
+            together under `jax.vmap` and the best result over all of them is
+            kept.
+        num_steps: number of optimiser steps, ``>= 0``.
+        batched: whether `params0` is a batch of initial guesses.
+        project: applied to the decision variables after every update and to
+            `params0`: a projection onto the feasible set, e.g. `Box` for torque
+            limits on tabulated torques. An `eqx.Module` (like `Box`) keeps its
+            bounds as traced inputs.
+        progress: show a `tqdm` progress bar with the best objective.
+        description: label of the progress bar.
+
+    Returns:
+        An `OptimizeResult`.
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError(f"`problem` must be a Problem; got {type(problem).__name__}.")
+    if not isinstance(optimizer, optax.GradientTransformation):
+        raise TypeError(
+            "`optimizer` must be an optax.GradientTransformation; got "
+            f"{type(optimizer).__name__}."
+        )
+    if num_steps < 0:
+        raise ValueError(f"`num_steps` must be >= 0; got {num_steps}.")
+    if params0 is None:
+        if batched:
+            raise ValueError("`batched=True` needs a batch of initial `params0`.")
+        params0 = problem.initial_params()
+    template = problem.initial_params()
+    params = jax.tree.map(lambda x: jnp.asarray(x, dtype=float), params0)
+    size = None
+    if batched:
+        size = _batch_size(params)
+        shapes = jax.tree.map(lambda x: np.shape(x)[1:], params)
+    else:
+        shapes = jax.tree.map(np.shape, params)
+    if jax.tree.structure(shapes) != jax.tree.structure(
+        jax.tree.map(np.shape, template)
+    ) or jax.tree.leaves(shapes) != jax.tree.leaves(jax.tree.map(np.shape, template)):
+        raise ValueError(
+            "`params0` must have the structure and shapes of "
+            f"`problem.initial_params()` ({jax.tree.map(np.shape, template)}"
+            f"{', with a leading batch axis' if batched else ''}); got "
+            f"{jax.tree.map(np.shape, params)}."
+        )
+    if project is not None:
+        params = _mapped(project, batched, 0)(params)
+    opt_state = _strong(_mapped(optimizer.init, batched, 0)(params))
+    params = _strong(params)
+    inf = jnp.full(() if size is None else (size,), jnp.inf, dtype=float)
+    best = _strong(_Best(inf, params))
+
+    values, auxes = [], []
+    every = max(1, num_steps // 100)
+    bar = _progress_bar(num_steps, progress, description)
+    args = (problem, optimizer, project)
+    for i in range(num_steps):
+        params, opt_state, best, value, aux, _ = _step(
+            *args, params, opt_state, best, batched
+        )
+        values.append(value)
+        auxes.append(aux)
+        if bar is not None:
+            bar.update(1)
+            if i % every == 0 or i == num_steps - 1:
+                bar.set_postfix(best=f"{float(jnp.min(best.value)):.6g}")
+    if bar is not None:
+        bar.close()
+
+    # The final iterate's objective (its update is discarded), then the
+    # simulation at the best iterate of each member: the same compiled step.
+    _, _, best, value, aux, _ = _step(*args, params, opt_state, best, batched)
+    values.append(value)
+    auxes.append(aux)
+    _, _, _, value, aux, sol = _step(*args, best.params, opt_state, best, batched)
+    index = None
+    member_values = None
+    best_params = best.params
+    if batched:
+        member_values = np.asarray(best.value)
+        finite = np.where(np.isfinite(member_values), member_values, np.inf)
+        index = int(np.argmin(finite))
+        pick = lambda tree: jax.tree.map(lambda x: x[index], tree)  # noqa: E731
+        best_params, value, aux, sol = pick((best.params, value, aux, sol))
+
+    history = _stack_history(values, batched)
+    history_aux = {k: _stack_history([a[k] for a in auxes], batched) for k in aux}
+    history = np.where(history_aux["success"], history, np.nan)
+    return OptimizeResult(
+        params=best_params,
+        force=problem.build(best_params),
+        solution=sol,
+        value=value,
+        loss=aux["loss"],
+        penalty=aux["penalty"],
+        violation=aux["violation"],
+        success=bool(aux["success"]),
+        history=history,
+        history_aux=history_aux,
+        final_params=params,
+        member_values=member_values,
+        best_index=index,
+    )
+
+
+def _stack_history(values, batched: bool) -> np.ndarray:
+    out = np.stack([np.asarray(v) for v in values])
+    return out.T if batched else out
+
+
+def _progress_bar(total: int, enabled: bool, description: str):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=description, unit="step")
+
+
+def perturbed_starts(params, num_starts: int, noise: float, seed: int = 0):
+    """A batch of `num_starts` initial guesses: `params` itself first, then copies
+    perturbed by Gaussian noise of standard deviation `noise` (units of each
+    parameter).
+
+    Returns:
+        `params` with a leading batch axis of size `num_starts` on every leaf.
+    """
+    leaves, treedef = jax.tree.flatten(params)
+    keys = jax.random.split(jax.random.PRNGKey(seed), len(leaves))
+    out = []
+    for key, leaf in zip(keys, leaves, strict=True):
+        leaf = jnp.asarray(leaf, dtype=float)
+        noise_ = noise * jax.random.normal(key, (num_starts - 1, *leaf.shape))
+        out.append(jnp.concatenate([leaf[None], leaf[None] + noise_], axis=0))
+    return jax.tree.unflatten(treedef, out)
+
+
+__all__ = [
+    "Box",
+    "OptimizeResult",
+    "evaluate",
+    "optimize",
+    "perturbed_starts",
+    "value_and_grad",
+]

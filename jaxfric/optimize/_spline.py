@@ -1,0 +1,96 @@
+"""A twice continuously differentiable torque through knots: the natural cubic
+spline, a smooth alternative to the piecewise-linear `Tabulated` force for
+optimisation."""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array
+
+from .._check import as_float, check_finite, is_concrete
+from .._types import Float, Vector
+from ..forces._base import AbstractStatelessForce
+
+
+class CubicSpline(AbstractStatelessForce):
+    """A force through the knots ``(ts[i], values[i])``: the natural cubic spline
+    (piecewise cubic, ``C²``, zero second derivative at both ends). Outside
+    ``[ts[0], ts[-1]]`` the end values are held.
+
+    Why not `jaxfric.forces.Tabulated` for optimisation: a piecewise-linear torque
+    has kinks at its knots, which the adaptive solver resolves with tiny steps; a
+    step grid that moves with a switch event (the stick path restarts at the event
+    time) then gives reverse-mode gradients with errors of ``1e-4``-``1e-3``
+    relative (measured on a breakaway ahead of two kinks), while the spline's
+    kinks are only in the third derivative and the gradients match finite
+    differences to ``3e-8`` relative on the same motion.
+
+    The second derivatives ``M_i`` at the knots solve the tridiagonal system
+
+        ``h_{i-1} M_{i-1} + 2 (h_{i-1} + h_i) M_i + h_i M_{i+1}
+        = 6 [(y_{i+1} − y_i)/h_i − (y_i − y_{i-1})/h_{i-1}]``,
+
+    ``M_0 = M_{T-1} = 0``, ``h_i = t_{i+1} − t_i``; they are linear in the values,
+    so the spline is differentiable with respect to them.
+
+    Args:
+        ts: knot times, s, strictly increasing, shape ``(T,)`` (``T >= 2``; two
+            knots give a straight line).
+        values: torques at the knots, N or N·m, shape ``(T,)`` or ``(T, n)``.
+    """
+
+    ts: Float[Array, " T"] = eqx.field(converter=as_float)
+    values: Float[Array, "T ..."] = eqx.field(converter=as_float)
+
+    def __check_init__(self):
+        if self.ts.ndim != 1 or self.ts.shape[0] < 2:
+            raise ValueError(
+                f"`ts` must be 1-D with at least 2 knots; got shape {self.ts.shape}."
+            )
+        if self.values.ndim not in (1, 2) or self.values.shape[0] != self.ts.shape[0]:
+            raise ValueError(
+                "`values` must have shape (T,) or (T, n) with T = len(ts) = "
+                f"{self.ts.shape[0]}; got shape {self.values.shape}."
+            )
+        check_finite("ts", self.ts)
+        check_finite("values", self.values)
+        if is_concrete(self.ts) and np.any(np.diff(np.asarray(self.ts)) <= 0):
+            raise ValueError("`ts` must be strictly increasing.")
+
+    def second_derivatives(self) -> Float[Array, "T ..."]:
+        """``M_i``, the second derivative at each knot (N/s² or N·m/s²)."""
+        n = self.ts.shape[0]
+        h = jnp.diff(self.ts)
+        y = self.values
+        slopes = jnp.diff(y, axis=0) / _column(h, y)
+        inner = jnp.arange(1, n - 1)
+        rows = jnp.eye(n, dtype=y.dtype)
+        # Interior rows of the tridiagonal system; end rows stay identity (M = 0).
+        rows = rows.at[inner, inner - 1].set(h[:-1])
+        rows = rows.at[inner, inner].set(2.0 * (h[:-1] + h[1:]))
+        rows = rows.at[inner, inner + 1].set(h[1:])
+        rhs = jnp.zeros_like(y).at[1:-1].set(6.0 * (slopes[1:] - slopes[:-1]))
+        return jnp.linalg.solve(rows, rhs)
+
+    def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
+        n = self.ts.shape[0]
+        m = self.second_derivatives()
+        t = jnp.clip(t, self.ts[0], self.ts[-1])
+        i = jnp.clip(jnp.searchsorted(self.ts, t, side="right") - 1, 0, n - 2)
+        t_lo, t_hi = self.ts[i], self.ts[i + 1]
+        h = t_hi - t_lo
+        a, b = t_hi - t, t - t_lo
+        return (
+            m[i] * a**3 / (6.0 * h)
+            + m[i + 1] * b**3 / (6.0 * h)
+            + (self.values[i] / h - m[i] * h / 6.0) * a
+            + (self.values[i + 1] / h - m[i + 1] * h / 6.0) * b
+        )
+
+
+def _column(h, y):
+    """`h` shaped to broadcast against the rows of `y`."""
+    return jnp.reshape(h, h.shape + (1,) * (y.ndim - 1))
+
+
+__all__ = ["CubicSpline"]
