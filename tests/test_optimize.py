@@ -30,12 +30,13 @@ GRAD_RTOL = 1e-6
 # Objective at the optimum vs its closed form (the trapezoidal effort on 1001
 # saved times adds ~2e-5; the optimiser stops within ~1e-5).
 OPTIMUM_TOL = 1e-3
-# Knot torques vs the closed-form affine control a + b t (flat directions of
-# the objective: a change of 1e-2 in a knot moves the objective by ~1e-5).
-CONTROL_TOL = 2e-2
+# Knot torques vs the closed-form affine control a + b t (measured: 3e-4; the
+# quadrature and the solver tolerance move the discrete optimum slightly).
+CONTROL_TOL = 2e-3
 # A velocity limit enforced by a penalty of weight 1e5 is exceeded by at most
-# this much (m/s) at the optimum (the penalty balances the effort gradient).
-VELOCITY_PENALTY_TOL = 5e-3
+# this much (m/s) at the optimum, where the penalty's gradient balances the
+# effort's (measured: 6e-3 at weight 1e5, 2.4e-2 at 1e4, 6.7e-2 at 1e3).
+VELOCITY_PENALTY_TOL = 1e-2
 # CubicSpline vs scipy's natural cubic spline.
 SPLINE_TOL = 1e-12
 
@@ -66,7 +67,9 @@ MASS = jf.systems.Oscillator(mass=1.0, stiffness=0.0)
 # Zero friction through the smooth path: Regularized Coulomb with fc = 0.
 FRICTIONLESS = jf.Regularized(jf.Coulomb(fc=0.0), eps=1e-3)
 _VALUES = parameter_selector(("values",))
-_LBFGS = make_optimizer("lbfgs", None, {}, "test")
+# L-BFGS with unit steps and no line search (one gradient per step: half the
+# compilation of the zoom line search); it converges on this quadratic.
+_LBFGS = make_optimizer("lbfgs", 1.0, {"linesearch": "none"}, "test")
 _POINT_TO_POINT = jo.PointToPoint(
     target_q=D_DI, position_weight=W_DI, velocity_weight=W_DI
 )
@@ -136,7 +139,7 @@ def test_limits_respected_by_final_trajectory(optimum):
         _double_integrator(speed, 1e5),
         _LBFGS,
         STARTS,
-        num_steps=40,
+        num_steps=80,
         batched=True,
         project=jo.Box(-torque_bound, torque_bound),
     )
@@ -266,10 +269,14 @@ weight = 1.0
 [optimize]
 parameters = ["values"]
 optimizer = "lbfgs"
+learning_rate = 1.0
 num_steps = 40
 num_starts = 2
 init_noise = 1.0
 bounds = [-100.0, 100.0]
+
+[optimize.optimizer_options]
+linesearch = "none"
 """
 
 runner = CliRunner()

@@ -24,7 +24,9 @@ the initial applied force; three more describe the optimisation::
     seed = 0
     bounds = [-3.0, 3.0]        # optional projection (Box) of the parameters
 
-    [optimize.optimizer_options]  # optional keywords of the optax function
+    [optimize.optimizer_options]  # optional keywords of the optax function;
+    linesearch = "none"           # the string "none" stands for None (TOML has
+                                  # no null): here, L-BFGS without line search
 
 This module turns the parsed TOML (a dict) into objects; it does no file I/O
 itself besides `load_optimize_config`, which the CLI calls.
@@ -145,7 +147,8 @@ def make_optimizer(
         raise ConfigError(
             f"{where} key 'optimizer': {name!r} is not an optax function."
         )
-    kwargs = dict(options)
+    # TOML has no null: the string "none" stands for None.
+    kwargs = {k: None if v == "none" else v for k, v in options.items()}
     signature = inspect.signature(fn)
     if learning_rate is not None and "learning_rate" in signature.parameters:
         kwargs.setdefault("learning_rate", learning_rate)

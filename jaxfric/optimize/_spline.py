@@ -5,6 +5,7 @@ optimisation."""
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jax.lax.linalg import tridiagonal_solve
 from jaxtyping import Array
 
 from .._check import as_float, check_finite, is_concrete
@@ -59,18 +60,18 @@ class CubicSpline(AbstractStatelessForce):
 
     def second_derivatives(self) -> Float[Array, "T ..."]:
         """``M_i``, the second derivative at each knot (N/s² or N·m/s²)."""
-        n = self.ts.shape[0]
         h = jnp.diff(self.ts)
         y = self.values
         slopes = jnp.diff(y, axis=0) / _column(h, y)
-        inner = jnp.arange(1, n - 1)
-        rows = jnp.eye(n, dtype=y.dtype)
-        # Interior rows of the tridiagonal system; end rows stay identity (M = 0).
-        rows = rows.at[inner, inner - 1].set(h[:-1])
-        rows = rows.at[inner, inner].set(2.0 * (h[:-1] + h[1:]))
-        rows = rows.at[inner, inner + 1].set(h[1:])
+        zero, one = jnp.zeros((1,), h.dtype), jnp.ones((1,), h.dtype)
+        # The tridiagonal system; end rows are identity rows (M = 0 there).
+        lower = jnp.concatenate([zero, h[:-1], zero])
+        diagonal = jnp.concatenate([one, 2.0 * (h[:-1] + h[1:]), one])
+        upper = jnp.concatenate([zero, h[1:], zero])
         rhs = jnp.zeros_like(y).at[1:-1].set(6.0 * (slopes[1:] - slopes[:-1]))
-        return jnp.linalg.solve(rows, rhs)
+        rhs2 = jnp.reshape(rhs, (rhs.shape[0], -1))
+        m = tridiagonal_solve(lower, diagonal, upper, rhs2)
+        return jnp.reshape(m, y.shape)
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
         n = self.ts.shape[0]
