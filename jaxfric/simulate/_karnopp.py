@@ -39,15 +39,7 @@ from ._kikuuwe import (
     step_size,
 )
 from ._solution import Solution
-from ._stick import free_acceleration
-
-
-def _masked_solve(delassus, rhs, mask):
-    """Solve the rows and columns of `mask` of ``delassus x = rhs``; zero elsewhere
-    (fixed shapes: free rows become identity rows, as in `solve_stick`)."""
-    both = mask[:, None] & mask[None, :]
-    eye = jnp.eye(mask.shape[0], dtype=delassus.dtype)
-    return jnp.linalg.solve(jnp.where(both, delassus, eye), jnp.where(mask, rhs, 0.0))
+from ._stick import free_acceleration, masked_solve
 
 
 def karnopp_friction(
@@ -84,7 +76,7 @@ def karnopp_friction(
 
     def solve(stuck, held):
         given = jnp.where(stuck, 0.0, jnp.where(band, held, f_slip))
-        f_stick = _masked_solve(delassus, slip_acc_free - delassus @ given, stuck)
+        f_stick = masked_solve(delassus, slip_acc_free - delassus @ given, stuck)
         return jnp.where(stuck, f_stick, given)
 
     def release_one(_, carry):
@@ -104,7 +96,7 @@ def karnopp_friction(
     friction = solve(stuck, held)
     acc = acc_free - minv_jt @ friction
     # Momentum band: the impulse that zeroes the band's slip velocities.
-    qd_kin = qd - minv_jt @ _masked_solve(delassus, slip, band)
+    qd_kin = qd - minv_jt @ masked_solve(delassus, slip, band)
     return friction, acc, qd_kin
 
 

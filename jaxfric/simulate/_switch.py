@@ -40,6 +40,7 @@ from ._stick import (
     consistent_modes,
     free_acceleration,
     friction_and_acceleration,
+    masked_solve,
     stick_margin,
 )
 
@@ -171,11 +172,7 @@ def _project_velocity(
     set to exactly ``0.0``.
     """
     _, minv_jt, jac = free_acceleration(system, q, qd, jnp.zeros_like(qd))
-    both = zero[:, None] & zero[None, :]
-    eye = jnp.eye(zero.shape[0], dtype=qd.dtype)
-    lam = jnp.linalg.solve(
-        jnp.where(both, jac @ minv_jt, eye), jnp.where(zero, jac @ qd, 0.0)
-    )
+    lam = masked_solve(jac @ minv_jt, jac @ qd, zero)
     qd = qd - minv_jt @ jnp.where(zero, lam, 0.0)
     return jnp.where(_joint_coordinates(jac, zero), 0.0, qd)
 
