@@ -182,7 +182,11 @@ def test_exact_path_noisy_recovery(stribeck_data, noiseless_fits):
     sigma = 0.01 * np.sqrt(np.mean(q**2))
     noisy = q + sigma * np.random.default_rng(5).normal(size=q.shape)
     result = fit(
-        SYSTEM, START, Experiment(TS, noisy, force=FORCE), free=FREE, optimizer=LM
+        SYSTEM,
+        START,
+        Experiment(TS, noisy, force=FORCE, q0=0.0),
+        free=FREE,
+        optimizer=LM,
     )
     truth = np.array(list(TRUE.values()))
     err = np.abs(result.values - truth)

@@ -237,6 +237,9 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
                 f"{where}: no 'force' and the record has no input column 'u'."
             )
         records.append(record)
+        if synthetic is not None:
+            # The simulated start is known exactly; the noisy first sample is not it.
+            kw.setdefault("q0", np.zeros(record.n_dof))
         experiments.append(from_record(record, force=force, **kw))
     try:
         stack_experiments(experiments)
