@@ -2,7 +2,10 @@
 
 from . import rigid as rigid
 from ._base import AbstractSystem as AbstractSystem
-from ._lumped import Oscillator as Oscillator
-from ._lumped import StackedBlocks as StackedBlocks, TwoMass as TwoMass
+from ._lumped import (
+    Oscillator as Oscillator,
+    StackedBlocks as StackedBlocks,
+    TwoMass as TwoMass,
+)
 from ._planar import TwoLinkArm as TwoLinkArm
 from .rigid import RigidBodyTree as RigidBodyTree
