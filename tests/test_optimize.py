@@ -316,3 +316,24 @@ def test_cli_optimize_bad_key(tmp_path):
     result = runner.invoke(app, ["optimize", str(config)])
     assert result.exit_code == EXIT_BAD_CONFIG
     assert "[optimize] unknown key 'num_start'" in result.output
+
+
+def test_invalid_arguments_name_the_parameter():
+    with pytest.raises(ValueError, match="limit"):
+        jo.TorqueLimit(-1.0)
+    with pytest.raises(ValueError, match="weight"):
+        jo.VelocityLimit(1.0, weight=-1.0)
+    with pytest.raises(ValueError, match="upper"):
+        jo.Box(1.0, -1.0)
+    with pytest.raises(ValueError, match="simulate_options"):
+        jo.Problem(
+            MASS,
+            FRICTIONLESS,
+            jf.forces.Tabulated(KNOTS, jnp.zeros(5)),
+            _POINT_TO_POINT,
+            where=_VALUES,
+            t1=1.0,
+            simulate_options={"rtoll": 1e-8},
+        )
+    with pytest.raises(ValueError, match="num_steps"):
+        jo.optimize(_double_integrator(10.0, 1.0), _LBFGS, num_steps=-1)

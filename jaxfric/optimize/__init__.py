@@ -1,6 +1,8 @@
 """Trajectory optimisation through stick–slip: choose applied forces or reference
-trajectories (tabulated torques, Fourier coefficients) that minimise a loss on the
-simulated motion, with any `optax` transformation (see ``docs/optimize.md``)."""
+trajectories (spline or tabulated torques, Fourier coefficients) that minimise a
+loss on the simulated motion, with any `optax` transformation, limits by penalty
+(`TorqueLimit`, `VelocityLimit`) or projection (`Box`), and batches of starts
+under `vmap` (see ``docs/optimize.md``)."""
 
 from ._optimize import (
     Box as Box,
