@@ -22,7 +22,11 @@ The comparison: the same problem is optimised
 
 The table gives, for each, the objective on its own model, the effort, and on
 the exact model the final position error, the final velocity and the stick
-check. Settings: ``configs/experiments/move_and_stick.toml``.
+check. A second case does the same for a planar two-link arm
+(`jaxfric.systems.TwoLinkArm`, horizontal plane) with Stribeck friction in both
+joints, the torque of each joint a spline. Settings:
+``configs/experiments/move_and_stick.toml`` (one ``[[cases]]`` entry per
+system).
 
 Run: ``python experiments/move_and_stick.py [SETTINGS.toml]``.
 """
@@ -51,33 +55,43 @@ from jaxfric.simulate._stick import stick_margin  # noqa: E402
 
 NAME = "move_and_stick"
 
+_OPTIMIZER = {
+    "learning_rate": 0.05,
+    "final_learning_rate": 5e-4,
+    "num_steps": 400,
+    "num_starts": 4,
+    "init_noise": 0.3,
+    "seed": 0,
+}
+_SURROGATES = [{"kind": "tanh", "eps": 1e-2}, {"kind": "tanh", "eps": 1e-3}]
+
 # Used when configs/experiments/move_and_stick.toml is missing.
 DEFAULT_SETTINGS = {
-    "experiment": {
-        "t1": 3.0,
-        "target": 1.0,
-        "num_knots": 7,
-        "num_save": 301,
-        "initial_torque": 2.0,
-        "torque_bound": 3.0,
-        "position_weight": 1e5,
-        "velocity_weight": 1e5,
-        "effort_weight": 1.0,
-        "max_events": 16,
-    },
-    "optimizer": {
-        "learning_rate": 0.05,
-        "final_learning_rate": 5e-4,
-        "num_steps": 400,
-        "num_starts": 4,
-        "init_noise": 0.3,
-        "seed": 0,
-    },
-    "system": {"type": "Oscillator", "mass": 1.0, "stiffness": 0.0},
-    "friction": {"type": "Stribeck", "fc": 1.0, "fs": 1.5, "vs": 0.1, "fv": 0.2},
-    "surrogates": [
-        {"kind": "tanh", "eps": 1e-2},
-        {"kind": "tanh", "eps": 1e-3},
+    "cases": [
+        {
+            "name": "1-DoF mass",
+            "t1": 3.0,
+            "q0": [0.0],
+            "target": [1.0],
+            "num_knots": 7,
+            "num_save": 301,
+            "initial_torque": [2.0],
+            "torque_bound": 3.0,
+            "position_weight": 1e5,
+            "velocity_weight": 1e5,
+            "effort_weight": 1.0,
+            "max_events": 16,
+            "optimizer": _OPTIMIZER,
+            "system": {"type": "Oscillator", "mass": 1.0, "stiffness": 0.0},
+            "friction": {
+                "type": "Stribeck",
+                "fc": 1.0,
+                "fs": 1.5,
+                "vs": 0.1,
+                "fv": 0.2,
+            },
+            "surrogates": _SURROGATES,
+        },
     ],
 }
 
@@ -86,18 +100,19 @@ def _where(force):
     return force.values
 
 
-def make_problem(system, law, exp):
-    """The optimisation problem on `law` (exact or surrogate)."""
-    knots = jnp.linspace(0.0, exp["t1"], exp["num_knots"])
+def make_problem(system, law, case):
+    """The optimisation problem of a case on `law` (exact or surrogate)."""
+    knots = jnp.linspace(0.0, case["t1"], case["num_knots"])
     # Initial guess: push at `initial_torque` over the first half, then nothing.
-    values = jnp.where(knots < 0.5 * exp["t1"], exp["initial_torque"], 0.0)
+    push = jnp.asarray(case["initial_torque"], dtype=float)
+    values = jnp.where((knots < 0.5 * case["t1"])[:, None], push[None, :], 0.0)
     loss = jo.PointToPoint(
-        target_q=exp["target"],
-        position_weight=exp["position_weight"],
-        velocity_weight=exp["velocity_weight"],
-        effort_weight=exp["effort_weight"],
+        target_q=case["target"],
+        position_weight=case["position_weight"],
+        velocity_weight=case["velocity_weight"],
+        effort_weight=case["effort_weight"],
     )
-    options = {"max_events": exp["max_events"]}
+    options = {"max_events": case["max_events"]}
     if isinstance(law, jf.Regularized):
         options = {"max_steps": 100_000}
     return jo.Problem(
@@ -106,14 +121,15 @@ def make_problem(system, law, exp):
         jo.CubicSpline(knots, values),
         loss,
         where=_where,
-        t1=exp["t1"],
-        num_save=exp["num_save"],
+        q0=case["q0"],
+        t1=case["t1"],
+        num_save=case["num_save"],
         simulate_options=options,
     )
 
 
-def run_optimisation(problem, settings):
-    opt = settings["optimizer"]
+def run_optimisation(problem, case):
+    opt = case["optimizer"]
     schedule = optax.cosine_decay_schedule(
         opt["learning_rate"],
         opt["num_steps"],
@@ -122,7 +138,7 @@ def run_optimisation(problem, settings):
     starts = jo.perturbed_starts(
         problem.initial_params(), opt["num_starts"], opt["init_noise"], opt["seed"]
     )
-    bound = settings["experiment"]["torque_bound"]
+    bound = case["torque_bound"]
     start = time.perf_counter()
     result = jo.optimize(
         problem,
@@ -137,90 +153,100 @@ def run_optimisation(problem, settings):
 
 
 @eqx.filter_jit
-def replay(system, law, force, exp, ts):
+def replay(problem, law, force):
     """The optimised torque on the exact model (the switch path)."""
     return jf.simulate(
-        system,
+        problem.system,
         law,
-        0.0,
-        0.0,
-        exp["t1"],
+        problem.q0,
+        problem.qd0,
+        problem.t1,
         force=force,
-        ts=ts,
-        max_events=exp["max_events"],
+        ts=problem.ts,
+        max_events=problem.simulate_options.get("max_events", 64),
         throw=False,
     )
 
 
 def stick_check(sol, law, target):
-    """Final position error, velocity, mode and stick margin on the exact model."""
+    """Final position error, velocity, modes and stick margins on the exact
+    model (every coordinate)."""
     friction = sol.friction[-1]
-    margin = float(stick_margin(law, friction)[0])
-    qd = float(sol.qd[-1, 0])
-    mode = int(sol.modes[-1, 0])
+    margin = np.asarray(stick_margin(law, friction))
+    qd = np.asarray(sol.qd[-1])
+    modes = np.asarray(sol.modes[-1])
+    error = np.asarray(sol.q[-1]) - np.asarray(target)
     return {
-        "exact_final_error": abs(float(sol.q[-1, 0]) - target),
-        "exact_final_velocity": qd,
-        "exact_final_mode": mode,
-        "exact_stick_force": float(friction[0]),
-        "exact_stick_margin": margin,
-        "truly_stuck": bool(qd == 0.0 and mode == 0 and margin >= 0.0),
+        "exact_final_error": float(np.max(np.abs(error))),
+        "exact_final_velocity": float(np.max(np.abs(qd))),
+        "exact_final_modes": modes.tolist(),
+        "exact_stick_force": np.asarray(friction).tolist(),
+        "exact_stick_margin": float(np.min(margin)),
+        "truly_stuck": bool(np.all(qd == 0.0) and np.all(modes == 0))
+        and bool(np.all(margin >= 0.0)),
         "exact_result": result_message(sol),
         "exact_num_events": int(sol.stats["num_events"]),
     }
 
 
-def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
-    exp = settings["experiment"]
-    system = build("system", settings["system"])
-    exact = build("friction", settings["friction"])
+def run_case(case):
+    """Optimise through the exact law and each surrogate; replay on the exact."""
+    system = build("system", case["system"], section=f"[{case['name']}] system")
+    exact = build("friction", case["friction"], section=f"[{case['name']}] friction")
     models = [("exact switch path", exact)]
-    for s in settings["surrogates"]:
+    for s in case["surrogates"]:
         law = jf.Regularized(exact, eps=s["eps"], kind=s["kind"])
         models.append((f"Regularized {s['kind']}, eps={s['eps']:g}", law))
-
     rows, results, replays = [], {}, {}
-    ts = None
     for label, law in models:
-        print(f"--- optimising through: {label}")
-        problem = make_problem(system, law, exp)
-        ts = problem.ts
-        result, wall = run_optimisation(problem, settings)
-        sol_exact = replay(system, exact, result.force, exp, ts)
+        print(f"--- {case['name']}: optimising through {label}")
+        problem = make_problem(system, law, case)
+        result, wall = run_optimisation(problem, case)
+        sol_exact = replay(problem, exact, result.force)
         row = {
+            "case": case["name"],
             "model": label,
             "objective": float(result.value),
             "effort": float(jo.effort(result.solution, result.force)),
-            "own_final_position": float(result.solution.q[-1, 0]),
-            "own_final_velocity": float(result.solution.qd[-1, 0]),
+            "own_final_velocity": float(np.max(np.abs(result.solution.qd[-1]))),
             "own_result": result_message(result.solution),
             "max_abs_torque": float(
                 np.max(np.abs(jo.applied_force(result.solution, result.force)))
             ),
             "wall_s": wall,
             "best_start": result.best_index,
-            "knots": np.asarray(result.params).tolist(),
+            "knots": np.asarray(result.params),
         }
-        row.update(stick_check(sol_exact, exact, exp["target"]))
+        row.update(stick_check(sol_exact, exact, case["target"]))
         rows.append(row)
         results[label] = result
         replays[label] = sol_exact
         print(
-            f"{label}: objective {row['objective']:.6g}, exact |x(T) − x*| = "
-            f"{row['exact_final_error']:.3e}, v(T) = {row['exact_final_velocity']!r}, "
-            f"stuck = {row['truly_stuck']}, wall {wall:.1f} s"
+            f"{label}: objective {row['objective']:.6g}, exact max|q(T) − q*| = "
+            f"{row['exact_final_error']:.3e}, max|v(T)| = "
+            f"{row['exact_final_velocity']!r}, stuck = {row['truly_stuck']}, "
+            f"wall {wall:.1f} s"
         )
+    return rows, results, replays
+
+
+def main():
+    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    rows, figures = [], {}
+    for case in settings["cases"]:
+        case_rows, results, replays = run_case(case)
+        rows.extend(case_rows)
+        figures[case["name"]] = (results, replays, case)
 
     columns = [
+        ("case", "case", ""),
         ("model", "optimised through", ""),
         ("objective", "objective (own model)", ".6g"),
-        ("effort", "∫u² dt", ".5f"),
-        ("own_final_velocity", "v(T) own model", ".2e"),
-        ("exact_final_error", "exact |x(T) − x*|", ".2e"),
-        ("exact_final_velocity", "exact v(T)", ""),
-        ("exact_stick_force", "stick force", ".4f"),
-        ("exact_stick_margin", "margin fs − |f|", ".4f"),
+        ("effort", "∫|u|² dt", ".5f"),
+        ("own_final_velocity", "max|v(T)| own model", ".2e"),
+        ("exact_final_error", "exact max|q(T) − q*|", ".2e"),
+        ("exact_final_velocity", "exact max|v(T)|", ""),
+        ("exact_stick_margin", "min margin", ".4f"),
         ("truly_stuck", "truly stuck", ""),
         ("wall_s", "wall [s]", ".1f"),
     ]
@@ -228,50 +254,66 @@ def main():
     print(table)
 
     out_dir = results_dir(NAME)
-    fig = make_figure(results, replays, exp)
-    fig.savefig(out_dir / "figure.png", dpi=130)
+    paths = []
+    for index, (results, replays, case) in enumerate(figures.values()):
+        fig = make_figure(results, replays, case)
+        path = out_dir / ("figure.png" if index == 0 else f"figure_{index}.png")
+        fig.savefig(path, dpi=130)
+        paths.append(path)
     write_json(
         {
             "experiment": NAME,
             "settings": settings,
             "rows": rows,
-            "histories": {k: np.asarray(r.history) for k, r in results.items()},
+            "histories": {
+                f"{name}: {label}": np.asarray(r.history)
+                for name, (results, _, _) in figures.items()
+                for label, r in results.items()
+            },
             "table_markdown": table,
             "notes": {
-                "objective": "∫u² dt + w_x (x(T) − x*)² + w_v v(T)² on the model "
-                "optimised through (best of the batch of starts)",
+                "objective": "∫|u|² dt + w_x |q(T) − q*|² + w_v |v(T)|² on the "
+                "model optimised through (best of the batch of starts)",
                 "exact_*": "the optimised torque replayed on the exact Stribeck "
-                "model (switch path)",
-                "truly_stuck": "exact v(T) == 0.0, stick mode, and the stick force "
-                "inside [−fs, fs] (margin >= 0)",
+                "model (switch path); max over coordinates",
+                "exact_stick_margin": "min over joints of the distance of the "
+                "stick force from the static limits (>= 0 inside)",
+                "truly_stuck": "exact v(T) == 0.0 and stick mode in every joint, "
+                "and every stick force inside [−fs, fs] (margin >= 0)",
                 "wall_s": "optimisation wall time, compilation included",
             },
         },
         out_dir / "summary.json",
     )
-    print(f"wrote {out_dir / 'figure.png'} and {out_dir / 'summary.json'}")
+    print(f"wrote {', '.join(map(str, paths))} and {out_dir / 'summary.json'}")
 
 
-def make_figure(results, replays, exp):
-    """Exact-model motion of each optimised torque, the torques, |v| near the end
-    on a log scale, and the objective histories."""
+def make_figure(results, replays, case):
+    """Exact-model motion of each optimised torque, the torques, |v| on a log
+    scale, and the objective histories."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(12.0, 8.0), layout="constrained")
     (ax_q, ax_u), (ax_v, ax_h) = fig.subplots(2, 2)
-    for label, result in results.items():
+    styles = ("-", "--", ":")
+    for color, (label, result) in enumerate(results.items()):
         sol = replays[label]
         ts = np.asarray(sol.ts)
-        ax_q.plot(ts, np.asarray(sol.q[:, 0]), lw=1.2, label=label)
-        tau = np.asarray(jo.applied_force(result.solution, result.force))[:, 0]
-        ax_u.plot(np.asarray(result.solution.ts), tau, lw=1.2, label=label)
-        ax_v.semilogy(ts, np.maximum(np.abs(np.asarray(sol.qd[:, 0])), 1e-17), lw=1.0)
+        tau = np.asarray(jo.applied_force(result.solution, result.force))
+        for i in range(sol.q.shape[1]):
+            kw = {"color": f"C{color}", "ls": styles[i % 3], "lw": 1.2}
+            name = label if sol.q.shape[1] == 1 else f"{label}, joint {i + 1}"
+            ax_q.plot(ts, np.asarray(sol.q[:, i]), label=name, **kw)
+            ax_u.plot(np.asarray(result.solution.ts), tau[:, i], **kw)
+            speed = np.maximum(np.abs(np.asarray(sol.qd[:, i])), 1e-17)
+            ax_v.semilogy(ts, speed, **kw)
         history = np.atleast_2d(result.history)[result.best_index]
-        ax_h.semilogy(np.arange(history.shape[0]), history, lw=1.0, label=label)
-    ax_q.axhline(exp["target"], color="k", ls="--", lw=0.8)
-    ax_q.set_ylabel("x on the exact model [m]")
-    ax_u.set_ylabel("optimised force u [N]")
-    ax_v.set_ylabel("|v| on the exact model [m/s] (1e-17 = exactly 0)")
+        ax_h.semilogy(np.arange(history.shape[0]), history, color=f"C{color}")
+    for target in np.atleast_1d(case["target"]):
+        ax_q.axhline(target, color="k", ls="--", lw=0.8)
+    ax_q.set_ylabel("q on the exact model")
+    ax_u.set_ylabel("optimised force / torque u")
+    ax_v.set_ylabel("|q̇| on the exact model (1e-17 = exactly 0)")
     ax_h.set_ylabel("objective (own model), best start")
     ax_h.set_xlabel("iteration")
     for ax in (ax_q, ax_u, ax_v):
@@ -280,8 +322,8 @@ def make_figure(results, replays, exp):
         ax.grid(True, lw=0.3)
     ax_q.legend(fontsize="small")
     fig.suptitle(
-        "Move and stick: 1-DoF mass, Stribeck friction, minimum effort to "
-        f"x* = {exp['target']} stuck by T = {exp['t1']} s"
+        f"Move and stick, {case['name']}: Stribeck friction, minimum effort to "
+        f"q* = {case['target']} stuck by T = {case['t1']} s"
     )
     return fig
 
