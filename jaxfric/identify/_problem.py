@@ -108,6 +108,7 @@ class Problem(eqx.Module):
     simulate_options: tuple = eqx.field(static=True)
     num_unknowns: int = eqx.field(static=True)
     free_shapes: tuple = eqx.field(static=True)
+    batching: str = eqx.field(static=True)
 
 
 def decode(problem: Problem, u_params) -> list:
@@ -177,13 +178,16 @@ def simulate_window(system, friction, force, q0, qd0, ts, options):
     return sol.q, sol.qd, sol.result == RESULTS.successful
 
 
-def _map(fn, args):
-    """`eqx.filter_vmap` over the leading axis; a batch of one is called
-    directly (batching the event-driven solve costs compile time for nothing)."""
+def _map(fn, args, batching: str):
+    """Map `fn` over the leading axis: `eqx.filter_vmap` (``"vmap"``) or a
+    sequential `jax.lax.map` (``"map"``). A batch of one is called directly
+    (batching the event-driven solve costs compile time for nothing)."""
     size = jtu.tree_leaves(args)[0].shape[0]
     if size == 1:
         out = fn(*jtu.tree_map(lambda x: x[0], args))
         return jtu.tree_map(lambda x: x[None], out)
+    if batching == "map":
+        return jax.lax.map(lambda a: fn(*a), args)
     return eqx.filter_vmap(fn)(*args)
 
 
@@ -212,9 +216,11 @@ def residuals_theta(problem: Problem, theta, nodes, mode: str = "bwd"):
         run = lambda q0, qd0, ts: simulate_window(
             model.system, model.friction, force, q0, qd0, ts, options
         )
-        return _map(run, (q0s, qd0s, tss))
+        return _map(run, (q0s, qd0s, tss), problem.batching)
 
-    q_sim, qd_sim, ok = _map(one_experiment, (exps.force, q_start, qd_start, ts_w))
+    q_sim, qd_sim, ok = _map(
+        one_experiment, (exps.force, q_start, qd_start, ts_w), problem.batching
+    )
     # Window w > 0 starts on the previous window's last sample: count it once.
     mask = np.ones(index.shape)
     mask[1:, 0] = 0.0
@@ -426,6 +432,7 @@ def build_problem(
     velocity_weight,
     shooting: MultipleShooting | None,
     simulate_options: dict[str, Any] | None,
+    batching: str = "vmap",
 ):
     """Check the inputs and build the `Problem` and the starting unknowns.
 
@@ -447,6 +454,8 @@ def build_problem(
             f"experiments have {experiments.n_dof} coordinates but the system has "
             f"n_dof={system.n_dof}."
         )
+    if batching not in ("vmap", "map"):
+        raise ValueError(f"`batching` must be 'vmap' or 'map'; got {batching!r}.")
     shooting = shooting or MultipleShooting(1)
     num_samples = experiments.num_samples
     if (num_samples - 1) % shooting.num_windows:
@@ -514,6 +523,7 @@ def build_problem(
         simulate_options=options,
         num_unknowns=len(names) + (0 if nodes is None else 2 * nodes[0].size),
         free_shapes=tuple(tuple(np.shape(leaves[i])) for i in free_index),
+        batching=batching,
     )
     theta0 = [jnp.asarray(leaves[i], float) for i in free_index]
     return problem, (encode(problem, theta0), nodes), names, model
