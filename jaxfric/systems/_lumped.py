@@ -11,6 +11,12 @@ from .._types import Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem
 
 
+def _check_scalars(module, names) -> None:
+    for name in names:
+        if jnp.ndim(getattr(module, name)) != 0:
+            raise ValueError(f"`{name}` of {type(module).__name__} must be a scalar.")
+
+
 class Oscillator(AbstractSystem):
     """A mass on a linear spring and damper with friction on its velocity.
 
@@ -34,9 +40,7 @@ class Oscillator(AbstractSystem):
         check_range("mass", self.mass, lower=0.0, lower_open=True)
         check_range("stiffness", self.stiffness, lower=0.0)
         check_range("damping", self.damping, lower=0.0)
-        for name in ("mass", "stiffness", "damping"):
-            if jnp.ndim(getattr(self, name)) != 0:
-                raise ValueError(f"`{name}` of Oscillator must be a scalar.")
+        _check_scalars(self, ("mass", "stiffness", "damping"))
 
     def mass_matrix(self, q: Vector) -> Matrix:
         return jnp.reshape(self.mass, (1, 1)) + 0.0 * q[:, None]
@@ -51,38 +55,47 @@ class Oscillator(AbstractSystem):
         return jnp.zeros((1,), dtype=q.dtype)
 
 
-def _check_scalars(module, names) -> None:
-    for name in names:
-        if jnp.ndim(getattr(module, name)) != 0:
-            raise ValueError(f"`{name}` of {type(module).__name__} must be a scalar.")
+class _AbstractTwoBody(AbstractSystem):
+    """Two masses ``q = (x1, x2)`` with springs and dampers to the ground
+    (``k1, c1``; ``k2, c2``) and between the masses (``k12, c12``); the final
+    classes declare the fields and place the friction elements (``J``)."""
+
+    m1: eqx.AbstractVar[Float[Array, ""]]
+    m2: eqx.AbstractVar[Float[Array, ""]]
+    k1: eqx.AbstractVar[Float[Array, ""]]
+    c1: eqx.AbstractVar[Float[Array, ""]]
+    k2: eqx.AbstractVar[Float[Array, ""]]
+    c2: eqx.AbstractVar[Float[Array, ""]]
+    k12: eqx.AbstractVar[Float[Array, ""]]
+    c12: eqx.AbstractVar[Float[Array, ""]]
+
+    n_dof: ClassVar[int] = 2
+
+    def __check_init__(self):
+        names = ("m1", "m2", "k1", "c1", "k2", "c2", "k12", "c12")
+        _check_scalars(self, names)
+        check_range("m1", self.m1, lower=0.0, lower_open=True)
+        check_range("m2", self.m2, lower=0.0, lower_open=True)
+        for name in names[2:]:
+            check_range(name, getattr(self, name), lower=0.0)
+
+    def mass_matrix(self, q: Vector) -> Matrix:
+        return jnp.diag(jnp.stack([self.m1, self.m2])).astype(q.dtype)
+
+    def bias_force(self, q: Vector, qd: Vector) -> Vector:
+        coupling = self.k12 * (q[0] - q[1]) + self.c12 * (qd[0] - qd[1])
+        return jnp.stack(
+            [
+                self.k1 * q[0] + self.c1 * qd[0] + coupling,
+                self.k2 * q[1] + self.c2 * qd[1] - coupling,
+            ]
+        )
+
+    def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
+        return jnp.zeros((self.n_friction,), dtype=q.dtype)
 
 
-def _check_two_body(module) -> None:
-    names = ("m1", "m2", "k1", "c1", "k2", "c2", "k12", "c12")
-    _check_scalars(module, names)
-    check_range("m1", module.m1, lower=0.0, lower_open=True)
-    check_range("m2", module.m2, lower=0.0, lower_open=True)
-    for name in names[2:]:
-        check_range(name, getattr(module, name), lower=0.0)
-
-
-def _two_body_mass_matrix(module, q: Vector) -> Matrix:
-    return jnp.diag(jnp.stack([module.m1, module.m2])).astype(q.dtype)
-
-
-def _two_body_bias(module, q: Vector, qd: Vector) -> Vector:
-    """Springs and dampers to the ground (k1, c1; k2, c2) and between the masses
-    (k12, c12)."""
-    coupling = module.k12 * (q[0] - q[1]) + module.c12 * (qd[0] - qd[1])
-    return jnp.stack(
-        [
-            module.k1 * q[0] + module.c1 * qd[0] + coupling,
-            module.k2 * q[1] + module.c2 * qd[1] - coupling,
-        ]
-    )
-
-
-class TwoMass(AbstractSystem):
+class TwoMass(_AbstractTwoBody):
     """Two masses with one friction element on their relative velocity.
 
     Karnopp 1985, Fig. 3 and Eq. 6–11. ``q = (x1, x2)``; the friction element acts
@@ -112,26 +125,13 @@ class TwoMass(AbstractSystem):
     k12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
     c12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
 
-    n_dof: ClassVar[int] = 2
     n_friction: ClassVar[int] = 1
-
-    def __check_init__(self):
-        _check_two_body(self)
-
-    def mass_matrix(self, q: Vector) -> Matrix:
-        return _two_body_mass_matrix(self, q)
-
-    def bias_force(self, q: Vector, qd: Vector) -> Vector:
-        return _two_body_bias(self, q, qd)
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
         return jnp.array([[1.0, -1.0]], dtype=q.dtype)
 
-    def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
-        return jnp.zeros((1,), dtype=q.dtype)
 
-
-class StackedBlocks(AbstractSystem):
+class StackedBlocks(_AbstractTwoBody):
     """Block m1 sliding on block m2, which slides on the ground: two frictions
     that interact through m2.
 
@@ -167,20 +167,7 @@ class StackedBlocks(AbstractSystem):
     k12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
     c12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
 
-    n_dof: ClassVar[int] = 2
     n_friction: ClassVar[int] = 2
-
-    def __check_init__(self):
-        _check_two_body(self)
-
-    def mass_matrix(self, q: Vector) -> Matrix:
-        return _two_body_mass_matrix(self, q)
-
-    def bias_force(self, q: Vector, qd: Vector) -> Vector:
-        return _two_body_bias(self, q, qd)
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
         return jnp.array([[1.0, -1.0], [0.0, 1.0]], dtype=q.dtype)
-
-    def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
-        return jnp.zeros((2,), dtype=q.dtype)
