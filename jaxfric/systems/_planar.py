@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from .._check import as_float, check_range
 from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem
+from ._lumped import _check_scalars
 
 _NAMES = ("m1", "m2", "l1", "l2", "lc1", "lc2", "I1", "I2", "gravity", "damping")
 
@@ -54,9 +55,7 @@ class TwoLinkArm(AbstractSystem):
     n_friction: ClassVar[int] = 2
 
     def __check_init__(self):
-        for name in _NAMES:
-            if jnp.ndim(getattr(self, name)) != 0:
-                raise ValueError(f"`{name}` of TwoLinkArm must be a scalar.")
+        _check_scalars(self, _NAMES)
         for name in ("m1", "m2", "l1", "l2"):
             check_range(name, getattr(self, name), lower=0.0, lower_open=True)
         for name in ("lc1", "lc2", "I1", "I2", "gravity", "damping"):
