@@ -41,6 +41,9 @@ OutOption = Annotated[
         help="Output folder (default: results/<config name>/).",
     ),
 ]
+ProgressOption = Annotated[
+    bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")
+]
 
 
 @app.callback()
@@ -55,6 +58,15 @@ def main() -> None:
 def _fail(message: str, code: int = EXIT_BAD_CONFIG) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+def _finish(paths: dict, failure: str | None = None) -> None:
+    """List the files written; then, if `failure`, exit with `EXIT_FAILED_SOLVE`
+    (the files of a failed solve are kept for inspection)."""
+    for path in paths.values():
+        typer.echo(f"wrote {path}")
+    if failure is not None:
+        _fail(failure, EXIT_FAILED_SOLVE)
 
 
 def output_dir(config: Path, out: Path | None) -> Path:
@@ -102,19 +114,15 @@ def simulate(config: ConfigArg, out: OutOption = None) -> None:
         f"vector-field evaluations={int(sol.stats['num_vf_evals'])}, "
         f"wall {wall:.2f} s"
     )
-    for path in paths.values():
-        typer.echo(f"wrote {path}")
-    if message != "successful":
-        _fail(f"the solve failed: {message}", EXIT_FAILED_SOLVE)
+    failed = message != "successful"
+    _finish(paths, f"the solve failed: {message}" if failed else None)
 
 
 @app.command()
 def optimize(
     config: ConfigArg,
     out: OutOption = None,
-    progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")
-    ] = True,
+    progress: ProgressOption = True,
 ) -> None:
     """Optimise the applied force of CONFIG (sections [objective], [[limits]],
     [optimize]; see docs/optimize.md); write optimize.json, history.png,
@@ -175,19 +183,15 @@ def optimize(
         f"violation {report['violation']:.3g}); best solve {message}; "
         f"q(t1)={[round(v, 6) for v in report['final']['q']]}, wall {wall:.2f} s"
     )
-    for path in paths.values():
-        typer.echo(f"wrote {path}")
-    if message != "successful":
-        _fail(f"the best solve failed: {message}", EXIT_FAILED_SOLVE)
+    failed = message != "successful"
+    _finish(paths, f"the best solve failed: {message}" if failed else None)
 
 
 @app.command()
 def identify(
     config: ConfigArg,
     out: OutOption = None,
-    progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")
-    ] = True,
+    progress: ProgressOption = True,
 ) -> None:
     """Fit the free numbers of CONFIG (sections [identify], [[experiments]],
     optional [synthetic], [true]; see jaxfric/identify/_config.py) to its
@@ -250,13 +254,11 @@ def identify(
         f"({'converged' if result.converged else 'step budget spent'}), "
         f"wall {wall:.2f} s"
     )
-    for path in paths.values():
-        typer.echo(f"wrote {path}")
-    if result.num_failed_solves:
-        _fail(
-            f"{result.num_failed_solves} simulation(s) fail at the fitted model",
-            EXIT_FAILED_SOLVE,
-        )
+    n_failed = result.num_failed_solves
+    _finish(
+        paths,
+        f"{n_failed} simulation(s) fail at the fitted model" if n_failed else None,
+    )
 
 
 if __name__ == "__main__":

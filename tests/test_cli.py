@@ -7,7 +7,7 @@ import json
 import numpy as np
 from typer.testing import CliRunner
 
-from jaxfric.cli import EXIT_BAD_CONFIG, app
+from jaxfric.cli import EXIT_BAD_CONFIG, EXIT_FAILED_SOLVE, app
 
 # A file round trip of float64 values written with repr: exact.
 _TOLERANCE = 0.0
@@ -81,6 +81,22 @@ def test_simulate_reports_config_error_with_key(tmp_path):
     assert result.exit_code == EXIT_BAD_CONFIG
     assert "[system]" in result.output and "'stifness'" in result.output
     assert not (tmp_path / "summary.json").exists()
+
+
+def test_failed_solve_writes_files_then_exits_1(tmp_path):
+    """Three steps cannot reach t1: the files are still written (for inspection),
+    then the exit code says the solve failed."""
+    config = tmp_path / "short.toml"
+    config.write_text(_CONFIG + "max_steps = 3\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", str(config), "--out", str(out)])
+    assert result.exit_code == EXIT_FAILED_SOLVE
+    assert f"wrote {out / 'summary.json'}" in result.output
+    assert "error: the solve failed: The maximum number of solver steps" in (
+        result.output
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["success"] is False
 
 
 def test_missing_config_file_is_rejected(tmp_path):
