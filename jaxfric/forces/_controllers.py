@@ -43,6 +43,11 @@ def _check_gains(names_values: dict) -> None:
         check_range(name, value, lower=0.0)
 
 
+def _tracking_error(reference: Trajectory, t, q: Vector, qd: Vector):
+    """``(e, ė) = (q_r(t) − q, q̇_r(t) − q̇)``, rad and rad/s (or m and m/s)."""
+    return reference.position(t) - q, reference.velocity(t) - qd
+
+
 class PD(AbstractStatelessForce):
     """Proportional–derivative joint tracking,
     ``τ = kp (q_r(t) − q) + kd (q̇_r(t) − q̇)``.
@@ -61,8 +66,7 @@ class PD(AbstractStatelessForce):
         _check_gains({"kp": self.kp, "kd": self.kd})
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
-        error = self.reference.position(t) - q
-        error_rate = self.reference.velocity(t) - qd
+        error, error_rate = _tracking_error(self.reference, t, q, qd)
         return self.kp * error + self.kd * error_rate
 
 
@@ -94,8 +98,7 @@ class PID(AbstractForce):
         return jnp.broadcast_to(self.reference.position(t) - q, state.shape)
 
     def force(self, t, q: Vector, qd: Vector, state: State) -> Float[Array, "*dof"]:
-        error = self.reference.position(t) - q
-        error_rate = self.reference.velocity(t) - qd
+        error, error_rate = _tracking_error(self.reference, t, q, qd)
         return self.kp * error + self.ki * state + self.kd * error_rate
 
 
@@ -124,8 +127,7 @@ class ComputedTorque(AbstractStatelessForce):
         _check_gains({"kp": self.kp, "kd": self.kd})
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
-        error = self.reference.position(t) - q
-        error_rate = self.reference.velocity(t) - qd
+        error, error_rate = _tracking_error(self.reference, t, q, qd)
         qdd = self.reference.acceleration(t) + self.kd * error_rate + self.kp * error
         qdd = jnp.broadcast_to(qdd, q.shape)
         return self.system.mass_matrix(q) @ qdd + self.system.bias_force(q, qd)
