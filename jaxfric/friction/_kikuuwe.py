@@ -127,9 +127,9 @@ class Kikuuwe(AbstractFrictionLaw):
             ``(f(k), e(k))``: force (N or N·m) and new displacement (m or rad).
         """
         e_prev = jnp.asarray(previous_state)
-        impedance = self.b + step * self.k
-        f = gsat(self.f, impedance * jnp.asarray(slip_velocity) + self.k * e_prev)
-        return f, (self.b * e_prev + step * f) / impedance
+        # Eq. 14a is Eq. 19b with the stage step τ = T and e = e(k−1).
+        f = self.force(e_prev, slip_velocity, step)
+        return f, (self.b * e_prev + step * f) / (self.b + step * self.k)
 
 
 __all__ = ["Kikuuwe", "gsat"]
