@@ -443,3 +443,33 @@ def test_non_finite_input_rejected():
     # traced NaN: a runtime error, not a NaN trajectory (reuses a compiled solve)
     with pytest.raises(eqx.EquinoxRuntimeError, match="`q0` is not finite"):
         jax.block_until_ready(_oscillator(EPS, jnp.array([2.75, jnp.nan]), "tanh"))
+
+
+# ---------------------------------------------------------------------------------
+# Jump times: steps land on a `Tabulated` force's knots (`simulate(jump_ts=...)`).
+
+
+def test_jump_times_steps_onto_knots_and_are_validated():
+    # A zero-order-hold force on a free unit mass with regularised friction far
+    # below the force: between knots ẍ is constant, so the exact answer is a
+    # sum of parabola pieces. Stepping onto the knots makes the solver exact
+    # there; straddling them costs rejected steps and accuracy.
+    knots = jnp.array([0.0, 0.3, 0.7, 1.0])
+    values = jnp.array([1.0, -2.0, 0.5, 0.5])
+    force = jf.forces.Tabulated(knots, values, kind="previous")
+    law = jf.Regularized(jf.Coulomb(fc=1e-12), eps=1.0)  # friction ≈ 0
+    np.testing.assert_array_equal(force.jump_times(), knots)
+    sol = jf.simulate(FREE, law, 0.0, 0.0, 1.0, force=force, ts=knots[1:])
+    # Exact: x(t) = Σ piecewise parabolas of the held accelerations.
+    v, x, exact = 0.0, 0.0, []
+    for a, dt in zip([1.0, -2.0, 0.5], np.diff(np.asarray(knots)), strict=True):
+        x, v = x + v * dt + 0.5 * a * dt**2, v + a * dt
+        exact.append(x)
+    np.testing.assert_allclose(sol.q[:, 0], exact, rtol=0, atol=1e-12)
+    for bad, match in [
+        (jnp.array([[0.5]]), "must be 1-D"),
+        (jnp.array([0.5, 0.2]), "must be non-decreasing"),
+        (jnp.array([jnp.nan]), "must be finite"),
+    ]:
+        with pytest.raises(ValueError, match=f"`jump_ts` {match}"):
+            jf.simulate(FREE, law, 0.0, 0.0, 1.0, force=force, jump_ts=bad)

@@ -30,6 +30,16 @@ class AbstractForce(eqx.Module):
     def force(self, t, q: Vector, qd: Vector, state: State) -> Float[Array, "*dof"]:
         """Applied generalised force ``τ``, N or N·m."""
 
+    def jump_times(self) -> Float[Array, " jumps"] | None:
+        """Times, s, where ``τ`` or its time derivative jumps (`None`: nowhere).
+
+        The adaptive solvers of `jaxfric.simulate` step exactly onto these
+        times (`diffrax.ClipStepSizeController` ``jump_ts``), so no step
+        straddles a kink: without it the error of a straddling step depends on
+        where the kink falls, and so do its gradients.
+        """
+        return None
+
 
 class AbstractStatelessForce(AbstractForce):
     """A force with no internal state: subclasses implement ``__call__(t, q, qd)``."""

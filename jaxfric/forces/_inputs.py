@@ -182,5 +182,9 @@ class Tabulated(AbstractStatelessForce):
         weight = jnp.clip((t - t_lo) / (t_hi - t_lo), 0.0, 1.0)
         return self.values[i] + weight * (self.values[i + 1] - self.values[i])
 
+    def jump_times(self) -> Float[Array, " T"]:
+        """The sample times: the force (``"previous"``) or its slope jumps there."""
+        return self.ts
+
 
 __all__ = ["FourierSeries", "Sine", "Tabulated"]

@@ -80,6 +80,48 @@ def check_interval(t0, t1) -> None:
             raise ValueError(f"`t1` must be greater than `t0`; got t0={t0}, t1={t1}.")
 
 
+def check_jump_times(force, jump_ts):
+    """`jump_ts` if given (checked), else ``force.jump_times()``; `None` if empty.
+
+    Sorted, finite and 1-D, as `diffrax.ClipStepSizeController` needs.
+    """
+    if jump_ts is None:
+        jump_ts = None if force is None else force.jump_times()
+        if jump_ts is None:
+            return None
+    jump_ts = jnp.asarray(jump_ts, dtype=float)
+    if jump_ts.ndim != 1:
+        raise ValueError(f"`jump_ts` must be 1-D; got shape {jump_ts.shape}.")
+    if jump_ts.shape[0] == 0:
+        return None
+    if is_concrete(jump_ts):
+        arr = np.asarray(jump_ts)
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("`jump_ts` must be finite.")
+        if np.any(np.diff(arr) < 0):
+            raise ValueError("`jump_ts` must be non-decreasing.")
+    return jump_ts
+
+
+def step_controller(rtol, atol, dtmax, jump_ts):
+    """The adaptive step-size controller of the switch and smooth paths.
+
+    A PID controller on (``rtol``, ``atol``), steps at most ``dtmax``, clipped
+    to step exactly onto the force's jump times (`check_jump_times`). The jump
+    times are not differentiated: where a step lands is a numerical choice,
+    not part of the solution.
+    """
+    import diffrax
+    import jax
+
+    controller = diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dtmax)
+    if jump_ts is None:
+        return controller
+    return diffrax.ClipStepSizeController(
+        controller, jump_ts=jax.lax.stop_gradient(jump_ts)
+    )
+
+
 def check_system(system) -> None:
     if not isinstance(system, AbstractSystem):
         raise TypeError(

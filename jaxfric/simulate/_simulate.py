@@ -21,6 +21,7 @@ from . import _karnopp, _kikuuwe, _smooth, _switch
 from ._common import (
     as_force,
     check_interval,
+    check_jump_times,
     check_law_size,
     check_system,
     finish,
@@ -38,6 +39,7 @@ class Options(NamedTuple):
     atol: float | None
     dt0: float | None
     dtmax: float | None
+    jump_ts: Any
     max_steps: int
     max_events: int
     friction_state0: Any
@@ -60,6 +62,7 @@ def simulate(
     atol: float | None = None,
     dt0: float | None = None,
     dtmax: float | None = None,
+    jump_ts: ArrayLike | None = None,
     max_steps: int = 16384,
     max_events: int = 64,
     friction_state0: ArrayLike | None = None,
@@ -98,6 +101,11 @@ def simulate(
         dt0: initial (or, for fixed-step paths, the) step size, s.
         dtmax: largest step, s (the switch path caps steps so that breakaways
             are not stepped over).
+        jump_ts: times, s, where the applied force or its time derivative jumps;
+            the adaptive paths (switch, `Regularized`, `LuGre`/`Dahl`) step
+            exactly onto them. Default: ``force.jump_times()`` (the knots of a
+            `Tabulated` force; none for smooth forces). Give it for a callable
+            force with kinks. The fixed-step paths (`Kikuuwe`, `Karnopp`) ignore it.
         max_steps: step budget (per segment on the switch path).
         max_events: event budget of the switch path.
         friction_state0: initial internal state of a dynamic law (default zero).
@@ -126,12 +134,14 @@ def simulate(
     if friction_state0 is not None:
         check_finite("friction_state0", friction_state0)
     force = as_force(force)
+    jump_ts = check_jump_times(force, jump_ts)
     options = Options(
         solver,
         rtol,
         atol,
         dt0,
         dtmax,
+        jump_ts,
         max_steps,
         max_events,
         friction_state0,

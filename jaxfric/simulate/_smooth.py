@@ -29,7 +29,7 @@ from .._types import Float, Int, SlipVector, State, Vector
 from ..forces._base import AbstractForce
 from ..friction._base import AbstractDynamicLaw, AbstractSmoothLaw
 from ..systems._base import AbstractSystem
-from ._common import default_adjoint, state_vector
+from ._common import default_adjoint, state_vector, step_controller
 from ._solution import RESULTS, Solution
 
 # Defaults. Smooth laws: the tolerance must sit far below the regularisation
@@ -219,7 +219,7 @@ def _solve(
     x0 = force_state0(force, q0, qd0)
     layout = StateLayout(system.n_dof, z0.shape[0], x0.shape[0])
     y0 = layout.join(q0, qd0, z0, x0)
-    controller = diffrax.PIDController(rtol=rtol, atol=atol, dtmax=options.dtmax)
+    controller = step_controller(rtol, atol, options.dtmax, options.jump_ts)
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(rhs(system, force, friction_fn, layout)),
         solver,

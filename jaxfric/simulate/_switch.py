@@ -34,6 +34,7 @@ from .._types import Array, Bool, Float, Int, Vector
 from ..forces._base import AbstractForce
 from ..friction._base import AbstractSetValuedLaw
 from ..systems._base import AbstractSystem
+from ._common import step_controller
 from ._solution import RESULTS, Solution
 from ._stick import (
     STICK,
@@ -313,7 +314,7 @@ def simulate_switch(
     rtol = max(DEFAULT_RTOL, 100 * eps) if options.rtol is None else options.rtol
     atol = max(DEFAULT_ATOL, eps) if options.atol is None else options.atol
     dtmax = (t1 - t0) / DTMAX_DIVISIONS if options.dtmax is None else options.dtmax
-    controller = diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dtmax)
+    controller = step_controller(rtol, atol, dtmax, options.jump_ts)
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
     time_tol = max(_EVENT_TIME_TOL, 32 * eps)
     event = diffrax.Event(
