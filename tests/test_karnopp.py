@@ -1,7 +1,5 @@
 """Karnopp's zero-velocity band and its fixed-step path (Karnopp 1985)."""
 
-from typing import ClassVar
-
 import diffrax
 import equinox as eqx
 import jax
@@ -11,7 +9,6 @@ import pytest
 
 import jaxfric as jf
 from jaxfric.simulate._karnopp import karnopp_friction as _karnopp_friction
-from jaxfric.systems._base import AbstractSystem
 
 # Float64 rounding of closed-form forces and accelerations.
 FORMULA_TOL = 1e-12
@@ -28,49 +25,6 @@ X0, X_STICK, T_STICK, FC = 2.75, -0.75, np.pi, 1.0
 BANDS = (0.05, 0.01)
 # Deceleration while stopping at x = -0.75: Fc + 0.75.
 DECEL = FC + 0.75
-
-
-class _TwoMasses(AbstractSystem):
-    """Two free masses with friction on their relative velocity (Karnopp Fig. 3)."""
-
-    m1: float
-    m2: float
-    n_dof: ClassVar[int] = 2
-    n_friction: ClassVar[int] = 1
-
-    def mass_matrix(self, q):
-        return jnp.diag(jnp.array([self.m1, self.m2])) + 0.0 * q[0]
-
-    def bias_force(self, q, qd):
-        return jnp.zeros_like(q)
-
-    def friction_jacobian(self, q):
-        return jnp.array([[1.0, -1.0]])
-
-    def friction_jacobian_dot_qd(self, q, qd):
-        return jnp.zeros((1,))
-
-
-class _Stacked(AbstractSystem):
-    """m1 sliding on m2 sliding on the ground (Karnopp Fig. 4): slip coordinates
-    ``v1 - v2`` and ``v2``."""
-
-    m1: float
-    m2: float
-    n_dof: ClassVar[int] = 2
-    n_friction: ClassVar[int] = 2
-
-    def mass_matrix(self, q):
-        return jnp.diag(jnp.array([self.m1, self.m2])) + 0.0 * q[0]
-
-    def bias_force(self, q, qd):
-        return jnp.zeros_like(q)
-
-    def friction_jacobian(self, q):
-        return jnp.array([[1.0, -1.0], [0.0, 1.0]])
-
-    def friction_jacobian_dot_qd(self, q, qd):
-        return jnp.zeros((2,))
 
 
 # Jitted: eagerly the release loop would be dispatched op by op.
@@ -117,7 +71,8 @@ def test_bad_parameters(args, error, match):
 def test_relative_stick_force_is_karnopp_eq11():
     m1, m2, f1, f2 = 2.0, 3.0, 1.0, -0.5
     law = jf.Karnopp(dv=0.01, breakaway=2.0, slip_law=jf.Coulomb(1.0))
-    system = _TwoMasses(m1, m2)
+    # Two free masses, friction on their relative velocity (Karnopp Fig. 3).
+    system = jf.systems.TwoMass(m1, m2)
     sol = jf.simulate(system, law, 0.0, 0.0, 1.0, force=jf.forces.Constant([f1, f2]))
     # m1 x1'' = F1 - f, m2 x2'' = F2 + f with x1'' = x2'': Karnopp Eq. 11 (his F2
     # points the other way).
@@ -132,7 +87,8 @@ def test_relative_stick_force_is_karnopp_eq11():
 
 def test_interacting_frictions_karnopp_sec4():
     m1, m2, f1, f2 = 1.0, 2.0, 0.8, 0.3
-    system = _Stacked(m1, m2)
+    # m1 sliding on m2 sliding on the ground, no springs (Karnopp Fig. 4).
+    system = jf.systems.StackedBlocks(m1, m2)
     law = jf.Karnopp(dv=0.01, breakaway=jnp.array([1.0, 5.0]), slip_law=jf.Coulomb(0.5))
     q, qd = jnp.zeros(2), jnp.zeros(2)
     # Case (a), both stuck: Karnopp Eq. 15-16 without springs, f_r = F1,
