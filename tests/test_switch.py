@@ -45,7 +45,7 @@ MAX_EVENTS = 12
 SENSITIVITIES = [0, 1, 2, 3, 5]  # fc, A, omega, x0, k
 
 
-def _simulate(p, max_events=MAX_EVENTS):
+def _simulate(p, max_events=MAX_EVENTS, **options):
     fc, amplitude, omega, x0, ratio, stiffness = p
     return jf.simulate(
         jf.systems.Oscillator(mass=1.0, stiffness=stiffness),
@@ -57,11 +57,12 @@ def _simulate(p, max_events=MAX_EVENTS):
         ts=TS,
         max_events=max_events,
         throw=False,
+        **options,
     )
 
 
-def _final_state(p):
-    sol = _simulate(p)
+def _final_state(p, **options):
+    sol = _simulate(p, **options)
     return jnp.stack([sol.q[-1, 0], sol.qd[-1, 0]]), sol
 
 
@@ -74,25 +75,11 @@ def _forward(p):
     return _jac_rev(p)[1]
 
 
-def _final_state_forward_mode(p):
-    fc, amplitude, omega, x0, ratio, stiffness = p
-    sol = jf.simulate(
-        jf.systems.Oscillator(mass=1.0, stiffness=stiffness),
-        jf.Coulomb(fc, ratio * fc),
-        q0=x0,
-        qd0=0.0,
-        t1=T1,
-        force=jf.forces.Sine(amplitude, omega),
-        ts=TS,
-        max_events=MAX_EVENTS,
-        adjoint=diffrax.ForwardMode(),
-        throw=False,
-    )
-    return jnp.stack([sol.q[-1, 0], sol.qd[-1, 0]]), sol
-
-
 # Forward mode (jax.jacfwd with diffrax.ForwardMode), vmapped over a batch of
 # parameters: one compilation for the vmap and the jacfwd claims.
+_final_state_forward_mode = functools.partial(
+    _final_state, adjoint=diffrax.ForwardMode()
+)
 _batched = jax.jit(jax.vmap(jax.jacfwd(_final_state_forward_mode, has_aux=True)))
 
 
