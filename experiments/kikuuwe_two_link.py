@@ -20,6 +20,10 @@ drift of both angles over the drift window (default ``t ∈ [5, 8] s``) and writ
 ``results/kikuuwe_two_link/figure.png`` (angles against time as in Fig. 7, and
 ``q(t) − q(5 s)``) and ``summary.json``.
 
+Checked claims (PASS/FAIL lines, targets in the ``[claims]`` settings): the
+exact path stops near ``t = 4.5 s`` and its drift over the window is exactly 0;
+Kikuuwe's drift stays bounded near 0; LuGre's drift grows (see `check_claims`).
+
 Run: ``python experiments/kikuuwe_two_link.py [SETTINGS.toml]``.
 """
 
@@ -86,6 +90,14 @@ DEFAULT_SETTINGS = {
         "amplitude": 0.144,
         "omega": 100.0,
     },
+    # Targets of the PASS/FAIL lines (see `check_claims`).
+    "claims": {
+        "stop_time": 4.5,
+        "stop_tolerance": 0.25,
+        "bounded_trend": 0.05,
+        "creep_trend": 0.5,
+        "creep_growth": 0.5,
+    },
     "arms": [
         _uniform_rods("uniform rods 0.5 kg, 0.3 m", 0.5, 0.3),
         _uniform_rods("uniform rods 1.0 kg, 0.3 m", 1.0, 0.3),
@@ -126,7 +138,14 @@ DEFAULT_SETTINGS = {
     ],
 }
 
-_SECTIONS = ("experiment", "torque", "arms", "models")
+_SECTIONS = ("experiment", "torque", "arms", "models", "claims")
+_CLAIM_KEYS = (
+    "stop_time",
+    "stop_tolerance",
+    "bounded_trend",
+    "creep_trend",
+    "creep_growth",
+)
 _EXPERIMENT_KEYS = ("t1", "q0", "qd0", "num_save", "drift_window", "figure_arm")
 _TORQUE_KEYS = ("ramp_rate", "ramp_max", "t_switch", "offset", "amplitude", "omega")
 _ARM_KEYS = ("name", "system")
@@ -201,6 +220,13 @@ def run_model(system, model, index, exp, force):
     return sol, time.perf_counter() - start
 
 
+def _coulomb_level(model) -> float:
+    """The Coulomb level of a model's friction table, N·m (`fc`, or `f` for
+    Kikuuwe)."""
+    table = model["friction"]
+    return float(table["fc"] if "fc" in table else table["f"])
+
+
 def summary_row(arm, model, sol, wall, exp):
     """Table row: stop time, final angles and drift over the drift window."""
     row = {
@@ -219,10 +245,17 @@ def summary_row(arm, model, sol, wall, exp):
     lo, hi = exp["drift_window"]
     window = (ts >= lo) & (ts <= hi)
     q_win = q[window]
-    # Trend: mean angle over the last second of the window minus the first.
-    first = window & (ts <= lo + 1.0)
-    last = window & (ts >= hi - 1.0)
-    trend = q[last].mean(axis=0) - q[first].mean(axis=0)
+    # Mean angle over each third of the window: trend = last − first; growth =
+    # (last − middle) / (middle − first), ~1 for a steady creep, ~0 when settled.
+    third = (hi - lo) / 3.0
+    means = [
+        q[window & (ts >= lo + k * third) & (ts <= lo + (k + 1) * third)].mean(axis=0)
+        for k in range(3)
+    ]
+    trend = means[2] - means[0]
+    step = means[1] - means[0]
+    growth = np.where(step != 0.0, (means[2] - means[1]) / np.where(step, step, 1.0), 0)
+    friction = np.abs(np.asarray(sol.friction)[window])
     moving = np.any(qd != 0.0, axis=1)
     events = np.asarray(sol.event_times)
     events = events[np.isfinite(events)]
@@ -233,6 +266,12 @@ def summary_row(arm, model, sol, wall, exp):
         drift1=float(np.ptp(q_win[:, 1])),
         trend0=float(trend[0]),
         trend1=float(trend[1]),
+        # None when the first step is exactly 0 (a still joint).
+        growth0=float(growth[0]) if step[0] != 0.0 else None,
+        growth1=float(growth[1]) if step[1] != 0.0 else None,
+        # Largest friction over the window relative to the Coulomb level: 1 when
+        # an element slips (Kikuuwe: its massless anchor slides).
+        friction_peak=float(np.max(friction) / _coulomb_level(model)),
         # Bitwise: every saved angle in the window equals the first one.
         bitwise_still=bool(np.all(q_win == q_win[0])),
         last_event=float(events[-1]) if events.size else None,
@@ -241,12 +280,95 @@ def summary_row(arm, model, sol, wall, exp):
     return row
 
 
+def _claim(ok: bool, text: str) -> dict:
+    """Print and return one checked claim."""
+    line = f"{'PASS' if ok else 'FAIL'}: {text}"
+    print(line)
+    return {"pass": bool(ok), "claim": line}
+
+
+def check_claims(rows, settings) -> list[dict]:
+    """The claims of Kikuuwe & Yamamoto Sec. IV-B (Fig. 7), per arm and row.
+
+    - the exact path stops near ``t = 4.5 s``: its last switch lies within
+      ``stop_tolerance`` of ``stop_time`` and no velocity is nonzero after it;
+    - exact path: both angles are bitwise constant over the drift window (ptp 0);
+    - Kikuuwe: the drift stays bounded near 0: ptp ≤ 2F/K (the stroke of its
+      spring, 2e-4 rad) and the net trend ≤ `bounded_trend` × ptp;
+    - LuGre: the drift grows: net trend ≥ `creep_trend` × ptp (the creep
+      dominates the oscillation) and the last third of the window still moves
+      on at ≥ `creep_growth` × the rate of the second (not settling).
+    """
+    c = settings["claims"]
+    lo, hi = settings["experiment"]["drift_window"]
+    claims = []
+    for r in rows:
+        label = f"{r['arm']} | {r['law']}, {r['setting']}"
+        if r["result"] != "successful":
+            claims.append(_claim(False, f"{label}: run failed ({r['result']})"))
+            continue
+        ptp = np.array([r["drift0"], r["drift1"]])
+        trend = np.abs([r["trend0"], r["trend1"]])
+        growth = np.array([r["growth0"], r["growth1"]], dtype=float)
+        if r["law"].startswith("Coulomb"):
+            stop, tol = c["stop_time"], c["stop_tolerance"]
+            moving = r["last_nonzero_velocity"]
+            still_after = moving is None or moving <= r["last_event"]
+            claims.append(
+                _claim(
+                    abs(r["last_event"] - stop) <= tol and still_after,
+                    f"{label}: stops at t = {r['last_event']:.4f} s (last switch; "
+                    f"no nonzero saved velocity after it: {still_after}); "
+                    f"target {stop:g} ± {tol:g} s",
+                )
+            )
+            claims.append(
+                _claim(
+                    bool(np.all(ptp == 0.0)) and r["bitwise_still"],
+                    f"{label}: drift over [{lo:g}, {hi:g}] s = {ptp[0]:.1e} / "
+                    f"{ptp[1]:.1e} rad, bitwise still {r['bitwise_still']}; "
+                    "target exactly 0",
+                )
+            )
+        elif r["law"].startswith("Kikuuwe"):
+            model = next(
+                m
+                for m in settings["models"]
+                if m["law"] == r["law"] and m["setting"] == r["setting"]
+            )
+            stroke = 2.0 * model["friction"]["f"] / model["friction"]["k"]
+            ratio = float(np.max(trend / ptp))
+            claims.append(
+                _claim(
+                    bool(np.all(ptp <= stroke)) and ratio <= c["bounded_trend"],
+                    f"{label}: bounded drift: ptp {ptp[0]:.2e} / {ptp[1]:.2e} rad "
+                    f"(target <= 2F/K = {stroke:.0e}), |trend|/ptp {ratio:.3f} "
+                    f"(target <= {c['bounded_trend']:g}); max |f|/F in the window "
+                    f"{r['friction_peak']:.3f}",
+                )
+            )
+        elif r["law"].startswith("LuGre"):
+            ratio = float(np.min(trend / ptp))
+            grows = bool(np.all(growth >= c["creep_growth"]))
+            claims.append(
+                _claim(
+                    ratio >= c["creep_trend"] and grows,
+                    f"{label}: drift grows: trend {r['trend0']:.2e} / "
+                    f"{r['trend1']:.2e} rad, |trend|/ptp {ratio:.2f} (target >= "
+                    f"{c['creep_trend']:g}), growth {growth[0]:.2f} / "
+                    f"{growth[1]:.2f} (target >= {c['creep_growth']:g})",
+                )
+            )
+    return claims
+
+
 def main():
     settings = load_settings(NAME, DEFAULT_SETTINGS)
     _check_keys(settings, _SECTIONS, "settings:")
     exp = settings["experiment"]
     _check_keys(exp, _EXPERIMENT_KEYS, "[experiment]")
     _check_keys(settings["torque"], _TORQUE_KEYS, "[torque]")
+    _check_keys(settings["claims"], _CLAIM_KEYS, "[claims]")
     force = make_torque(settings["torque"])
 
     rows, solutions = [], {}
@@ -277,6 +399,9 @@ def main():
         ("drift1", f"ptp θ1 [{lo:g},{hi:g}]", ".2e"),
         ("trend0", "trend θ0", ".2e"),
         ("trend1", "trend θ1", ".2e"),
+        ("growth0", "growth θ0", ".2f"),
+        ("growth1", "growth θ1", ".2f"),
+        ("friction_peak", "max |f|/F", ".3f"),
         ("bitwise_still", "bitwise still", ""),
         ("last_event", "last event [s]", ".4f"),
         ("num_vf_evals", "VF evals", "d"),
@@ -285,6 +410,7 @@ def main():
     ]
     table = format_table(rows, columns)
     print(table)
+    claims = check_claims(rows, settings)
 
     out_dir = results_dir(NAME)
     fig = make_figure(solutions, settings)
@@ -296,6 +422,7 @@ def main():
             "settings": settings,
             "rows": rows,
             "table_markdown": table,
+            "claims": claims,
             "notes": {
                 "arms": "link masses/lengths are not given in the paper; uniform "
                 "rods (I = m l^2/12 about the centre, centre at mid-length), "
@@ -308,8 +435,12 @@ def main():
                 "T = step of the generalised RK4 (Eq. 21)",
                 "drift": "ptp = max - min of each angle over the saved times in "
                 "the drift window (exact: 0); trend = mean over the window's last "
-                "second minus mean over its first second (a bounded oscillation "
-                "has trend ~0, a creep grows with the window)",
+                "third minus mean over its first third (a bounded oscillation "
+                "has trend ~0, a creep grows with the window); growth = (last − "
+                "middle third) / (middle − first third): ~1 for a steady creep",
+                "friction_peak": "max |friction| over the saved times in the "
+                "window / F: reaches 1 when an element slips (for Kikuuwe: its "
+                "massless anchor slides, i.e. the model drifts)",
                 "bitwise_still": "every saved angle in the window equals the first",
                 "last_event": "last mode switch of the switch path (the arm's stop)",
                 "wall_s": "wall time of the call, compilation included for the "
