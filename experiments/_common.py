@@ -90,3 +90,46 @@ def format_table(
     out = [line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out.extend(line(b) for b in body)
     return "\n".join(out)
+
+
+# --- Robots: example-robot-data URDFs and Pinocchio comparisons ---------------
+
+
+def example_robot_urdf(relative: str) -> str:
+    """Path of a URDF shipped by PyPI ``example-robot-data``, e.g.
+    ``"ur_description/urdf/ur5_robot.urdf"`` (relative to its ``robots/``)."""
+    import importlib.metadata
+
+    dist = importlib.metadata.distribution("example-robot-data")
+    path = dist.locate_file(f"cmeel.prefix/share/example-robot-data/robots/{relative}")
+    return str(path)
+
+
+def pinocchio_configuration(model, q):
+    """jaxfric joint positions ``q`` (rad, m), shape ``(dof,)`` -> the
+    configuration vector of the Pinocchio `model` (continuous joints are stored
+    as ``(cos q, sin q)`` there, other joints as ``q``)."""
+    import numpy as np
+
+    out = np.zeros(model.nq)
+    for k, joint in enumerate(model.joints[1:]):
+        if joint.nq == 2:
+            out[joint.idx_q : joint.idx_q + 2] = np.cos(q[k]), np.sin(q[k])
+        else:
+            out[joint.idx_q] = q[k]
+    return out
+
+
+def random_robot_states(seed: int, num: int, n_dof: int):
+    """Seeded random joint states for dynamics comparisons, each ``(num, n_dof)``:
+    ``q ~ U(−π, π)`` rad, ``q̇ ~ N(0, 2²)`` rad/s, ``q̈ ~ N(0, 5²)`` rad/s² and
+    ``τ ~ N(0, 10²)`` N·m, drawn in that order. Returns ``(q, q̇, q̈, τ)``."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return (
+        rng.uniform(-np.pi, np.pi, (num, n_dof)),
+        rng.normal(0.0, 2.0, (num, n_dof)),
+        rng.normal(0.0, 5.0, (num, n_dof)),
+        rng.normal(0.0, 10.0, (num, n_dof)),
+    )

@@ -3,8 +3,8 @@ Featherstone's algorithms) on robots from `example-robot-data` and a small
 branched test robot: mass matrix, inverse dynamics, forward dynamics, gravity,
 joint reaction wrenches and link placements at random states."""
 
-import importlib.metadata
 import pathlib
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -15,21 +15,23 @@ import pytest
 from jaxfric.io.urdf import load_urdf
 from jaxfric.systems import rigid
 
+# The robot helpers are shared with experiments/bench_rigid_body.py.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "experiments"))
+from _common import (  # noqa: E402
+    example_robot_urdf,
+    pinocchio_configuration,
+    random_robot_states,
+)
+
 # Required agreement, max |ours − Pinocchio| / max |Pinocchio| per quantity.
 _TOLERANCE = 1e-9
 _NUM_STATES = 8
 _DATA = pathlib.Path(__file__).parent / "data"
 
 
-def _robot_data_urdf(relative: str) -> str:
-    dist = importlib.metadata.distribution("example-robot-data")
-    path = dist.locate_file(f"cmeel.prefix/share/example-robot-data/robots/{relative}")
-    return str(path)
-
-
 _ROBOTS = {
-    "ur5": _robot_data_urdf("ur_description/urdf/ur5_robot.urdf"),
-    "panda": _robot_data_urdf("panda_description/urdf/panda.urdf"),
+    "ur5": example_robot_urdf("ur_description/urdf/ur5_robot.urdf"),
+    "panda": example_robot_urdf("panda_description/urdf/panda.urdf"),
     "branched": str(_DATA / "branched.urdf"),
 }
 
@@ -51,24 +53,12 @@ def _ours(model, q, qd, qdd, tau):
     return jax.vmap(one)(q, qd, qdd, tau)
 
 
-def _pin_configuration(model, q):
-    """Our joint angles -> Pinocchio's configuration (continuous joints are
-    stored as (cos, sin) there)."""
-    out = np.zeros(model.nq)
-    for k, joint in enumerate(model.joints[1:]):
-        if joint.nq == 2:
-            out[joint.idx_q : joint.idx_q + 2] = np.cos(q[k]), np.sin(q[k])
-        else:
-            out[joint.idx_q] = q[k]
-    return out
-
-
 def _pinocchio(model, links, q, qd, qdd, tau):
     data = model.createData()
     out = {k: [] for k in ("mass_matrix", "rnea", "aba", "gravity", "wrenches")}
     out["link_rotation"], out["link_translation"] = [], []
     for x, v, a, t in zip(q, qd, qdd, tau, strict=True):
-        xp = _pin_configuration(model, x)
+        xp = pinocchio_configuration(model, x)
         mass = pin.crba(model, data, xp)
         out["mass_matrix"].append(np.triu(mass) + np.triu(mass, 1).T)
         out["rnea"].append(pin.rnea(model, data, xp, v, a).copy())
@@ -92,12 +82,7 @@ def robot(request):
     model = pin.buildModelFromUrdf(path)
     assert model.nv == tree.n_dof
     assert tuple(model.names[1:]) == tree.joint_names
-    rng = np.random.default_rng(1234)
-    n = tree.n_dof
-    q = rng.uniform(-np.pi, np.pi, (_NUM_STATES, n))
-    qd = rng.normal(0.0, 2.0, (_NUM_STATES, n))
-    qdd = rng.normal(0.0, 5.0, (_NUM_STATES, n))
-    tau = rng.normal(0.0, 10.0, (_NUM_STATES, n))
+    q, qd, qdd, tau = random_robot_states(1234, _NUM_STATES, tree.n_dof)
     ours = _ours(tree.model, *(jnp.asarray(x) for x in (q, qd, qdd, tau)))
     ref = _pinocchio(model, tree.model.link_names, q, qd, qdd, tau)
     return request.param, ours, ref
