@@ -34,6 +34,7 @@ SIMULATE_OPTIONS = (
     "atol",
     "dt0",
     "dtmax",
+    "jump_ts",
     "max_steps",
     "max_events",
     "friction_state0",
@@ -213,8 +214,12 @@ class Problem(eqx.Module):
         where: ``where(force) -> pytree of arrays``: the decision variables (as
             for `equinox.tree_at`), e.g. ``lambda f: f.values`` for the knot
             torques of a `Tabulated` force.
-        q0: initial positions, shape ``(n_dof,)`` or scalar.
-        qd0: initial velocities.
+        q0: initial positions, shape ``(n_dof,)`` or scalar; or a function
+            ``q0(force)`` of the force built from the decision variables, e.g.
+            ``lambda f: f.reference.position(0.0)`` to start on a controller's
+            reference.
+        qd0: initial velocities, or a function ``qd0(force)`` (e.g.
+            ``lambda f: f.reference.velocity(0.0)``).
         t1: final time, s.
         t0: initial time, s.
         ts: saved times (where the loss sees the motion); default `num_save`
@@ -222,7 +227,8 @@ class Problem(eqx.Module):
         num_save: number of uniform saved times when `ts` is `None`.
         limits: `AbstractLimit` penalties (`TorqueLimit`, `VelocityLimit`).
         simulate_options: more keywords of `jaxfric.simulate` (``rtol``,
-            ``atol``, ``dtmax``, ``max_events``, ``max_steps``, ``solver``, ...).
+            ``atol``, ``dtmax``, ``jump_ts``, ``max_events``, ``max_steps``,
+            ``solver``, ...).
     """
 
     system: AbstractSystem
@@ -230,8 +236,8 @@ class Problem(eqx.Module):
     force: AbstractForce
     loss: Callable[[Solution, AbstractForce], Any]
     where: Callable[[AbstractForce], Any]
-    q0: Float[Array, "..."]
-    qd0: Float[Array, "..."]
+    q0: Float[Array, "..."] | Callable[[AbstractForce], Any]
+    qd0: Float[Array, "..."] | Callable[[AbstractForce], Any]
     t1: float
     t0: float
     ts: Float[Array, " t"]
@@ -246,8 +252,8 @@ class Problem(eqx.Module):
         loss: Callable[[Solution, AbstractForce], Any],
         *,
         where: Callable[[AbstractForce], Any],
-        q0: ArrayLike = 0.0,
-        qd0: ArrayLike = 0.0,
+        q0: ArrayLike | Callable[[AbstractForce], Any] = 0.0,
+        qd0: ArrayLike | Callable[[AbstractForce], Any] = 0.0,
         t1: float,
         t0: float = 0.0,
         ts: ArrayLike | None = None,
@@ -278,8 +284,8 @@ class Problem(eqx.Module):
         self.force = force
         self.loss = loss
         self.where = where
-        self.q0 = as_float(q0)
-        self.qd0 = as_float(qd0)
+        self.q0 = q0 if callable(q0) else as_float(q0)
+        self.qd0 = qd0 if callable(qd0) else as_float(qd0)
         # Python floats: static under jit, as `simulate` needs for its checks.
         self.t1 = float(t1)
         self.t0 = float(t0)
@@ -301,17 +307,26 @@ class Problem(eqx.Module):
         """The force with its decision variables replaced by `params`."""
         return eqx.tree_at(self.where, self.force, params)
 
+    def initial_state(self, force: AbstractForce) -> tuple[Array, Array]:
+        """``(q0, qd0)`` for `force` (evaluating `q0`/`qd0` where they are
+        functions of the force)."""
+        q0 = self.q0(force) if callable(self.q0) else self.q0
+        qd0 = self.qd0(force) if callable(self.qd0) else self.qd0
+        return jnp.asarray(q0, dtype=float), jnp.asarray(qd0, dtype=float)
+
     def simulate(self, params: PyTree[Float[Array, "..."]]) -> Solution:
         """`jaxfric.simulate` under ``force(params)`` (``throw=False``: check
         `Solution.result`)."""
+        force = self.build(params)
+        q0, qd0 = self.initial_state(force)
         return simulate(
             self.system,
             self.friction,
-            self.q0,
-            self.qd0,
+            q0,
+            qd0,
             self.t1,
             t0=self.t0,
-            force=self.build(params),
+            force=force,
             ts=self.ts,
             throw=False,
             **self.simulate_options,
