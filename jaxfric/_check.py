@@ -92,3 +92,31 @@ def check_broadcastable(names_values: dict) -> tuple[int, ...]:
             f"friction element; got shapes {desc}."
         )
     return shape
+
+
+def check_knots(ts, values, noun: str = "samples") -> None:
+    """Raise `ValueError` unless ``(ts, values)`` are valid knots of a signal
+    sampled in time (`Tabulated`, `CubicSpline`): `ts` 1-D with at least two
+    entries, finite and strictly increasing; `values` of shape ``(T,)`` or
+    ``(T, n)`` with ``T = len(ts)``, finite. Messages name `ts` and `values`.
+
+    Args:
+        ts: sample times, s.
+        values: samples (any unit).
+        noun: what the entries are called in messages (``"samples"``,
+            ``"knots"``).
+    """
+    ts_shape, values_shape = np.shape(ts), np.shape(values)
+    if len(ts_shape) != 1 or ts_shape[0] < 2:
+        raise ValueError(
+            f"`ts` must be 1-D with at least 2 {noun}; got shape {ts_shape}."
+        )
+    if len(values_shape) not in (1, 2) or values_shape[0] != ts_shape[0]:
+        raise ValueError(
+            "`values` must have shape (T,) or (T, n) with T = len(ts) = "
+            f"{ts_shape[0]}; got shape {values_shape}."
+        )
+    check_finite("ts", ts)
+    check_finite("values", values)
+    if is_concrete(ts) and np.any(np.diff(np.asarray(ts)) <= 0):
+        raise ValueError("`ts` must be strictly increasing.")

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from .._check import as_float, check_finite, check_range, is_concrete
+from .._check import as_float, check_finite, check_knots, check_range
 from .._types import Float, ScalarLike, Vector
 from ._base import AbstractStatelessForce
 
@@ -158,19 +158,7 @@ class Tabulated(AbstractStatelessForce):
             raise ValueError(
                 f"`kind` must be one of {_TABULATED_KINDS}; got {self.kind!r}."
             )
-        if self.ts.ndim != 1 or self.ts.shape[0] < 2:
-            raise ValueError(
-                f"`ts` must be 1-D with at least 2 samples; got shape {self.ts.shape}."
-            )
-        if self.values.ndim not in (1, 2) or self.values.shape[0] != self.ts.shape[0]:
-            raise ValueError(
-                "`values` must have shape (T,) or (T, n) with T = len(ts) = "
-                f"{self.ts.shape[0]}; got shape {self.values.shape}."
-            )
-        check_finite("ts", self.ts)
-        check_finite("values", self.values)
-        if is_concrete(self.ts) and np.any(np.diff(np.asarray(self.ts)) <= 0):
-            raise ValueError("`ts` must be strictly increasing.")
+        check_knots(self.ts, self.values, "samples")
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
         n = self.ts.shape[0]

@@ -4,11 +4,10 @@ optimisation."""
 
 import equinox as eqx
 import jax.numpy as jnp
-import numpy as np
 from jax.lax.linalg import tridiagonal_solve
 from jaxtyping import Array
 
-from .._check import as_float, check_finite, is_concrete
+from .._check import as_float, check_knots
 from .._types import Float, Vector
 from ..forces._base import AbstractStatelessForce
 
@@ -18,13 +17,13 @@ class CubicSpline(AbstractStatelessForce):
     (piecewise cubic, ``C²``, zero second derivative at both ends). Outside
     ``[ts[0], ts[-1]]`` the end values are held.
 
-    Why not `jaxfric.forces.Tabulated` for optimisation: a piecewise-linear torque
-    has kinks at its knots, which the adaptive solver resolves with tiny steps; a
-    step grid that moves with a switch event (the stick path restarts at the event
-    time) then gives reverse-mode gradients with errors of ``1e-4``-``1e-3``
-    relative (measured on a breakaway ahead of two kinks), while the spline's
-    kinks are only in the third derivative and the gradients match finite
-    differences to ``3e-8`` relative on the same motion.
+    Against `jaxfric.forces.Tabulated`: a piecewise-linear torque has kinks at
+    its knots, which the adaptive solver must step onto (`simulate` does, from
+    `Tabulated.jump_times()`; without it the gradients were ``1e-4`` relative
+    off the finite differences on a breakaway between two knots). The spline
+    is smooth (kinks only in the third derivative), needs no step clipping,
+    and its gradients match finite differences to ``3e-8`` relative on the
+    same motion.
 
     The second derivatives ``M_i`` at the knots solve the tridiagonal system
 
@@ -44,19 +43,7 @@ class CubicSpline(AbstractStatelessForce):
     values: Float[Array, "T ..."] = eqx.field(converter=as_float)
 
     def __check_init__(self):
-        if self.ts.ndim != 1 or self.ts.shape[0] < 2:
-            raise ValueError(
-                f"`ts` must be 1-D with at least 2 knots; got shape {self.ts.shape}."
-            )
-        if self.values.ndim not in (1, 2) or self.values.shape[0] != self.ts.shape[0]:
-            raise ValueError(
-                "`values` must have shape (T,) or (T, n) with T = len(ts) = "
-                f"{self.ts.shape[0]}; got shape {self.values.shape}."
-            )
-        check_finite("ts", self.ts)
-        check_finite("values", self.values)
-        if is_concrete(self.ts) and np.any(np.diff(np.asarray(self.ts)) <= 0):
-            raise ValueError("`ts` must be strictly increasing.")
+        check_knots(self.ts, self.values, "knots")
 
     def second_derivatives(self) -> Float[Array, "T ..."]:
         """``M_i``, the second derivative at each knot (N/s² or N·m/s²)."""
