@@ -330,9 +330,14 @@ def fit(
             on repeated calls to avoid recompiling.
         max_steps: optimiser steps (default 1000 for optax, 100 for least
             squares; least-squares solvers stop earlier when converged).
-        position_weight: per-coordinate weight ``w_q`` of position errors, 1/m.
-        velocity_weight: per-coordinate weight ``w_v`` of velocity errors, s/m;
-            needs measured velocities when nonzero.
+        position_weight: weight ``w_q`` of position errors, 1/m (1/rad): a
+            scalar, one per coordinate ``(n,)``, or one per experiment and
+            coordinate ``(experiments, n)`` (or ``(experiments, 1)``). With
+            ``1/σ`` of each record's noise the residuals are whitened: the fit
+            is the maximum-likelihood one and the standard errors hold for
+            records of different noise levels.
+        velocity_weight: weight ``w_v`` of velocity errors, s/m, shaped like
+            `position_weight`; needs measured velocities when nonzero.
         shooting: `MultipleShooting` settings, or `None` for single shooting.
         simulate_options: keywords for `jaxfric.simulate` (`rtol`, `atol`,
             `dtmax`, `max_events`, `solver`, ...); values must be hashable.

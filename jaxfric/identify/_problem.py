@@ -96,8 +96,8 @@ class Problem(eqx.Module):
     order: tuple[int, ...] = eqx.field(static=True)  # decode order (into free_index)
     fixed_leaves: list
     transforms: tuple
-    position_weight: Array
-    velocity_weight: Array
+    position_weight: Array  # (B, n)
+    velocity_weight: Array  # (B, n)
     use_velocity: bool = eqx.field(static=True)
     num_windows: int = eqx.field(static=True)
     free_nodes: bool = eqx.field(static=True)
@@ -225,18 +225,18 @@ def residuals_theta(problem: Problem, theta, nodes, mode: str = "bwd"):
     mask = np.ones(index.shape)
     mask[1:, 0] = 0.0
     mask = jnp.asarray(mask)[None, :, :, None]
-    w_q = problem.position_weight[None, None, None, :]
+    w_q = problem.position_weight[:, None, None, :]  # (B, 1, 1, n)
     parts = [(q_sim - q_meas) * w_q * mask]
     if problem.use_velocity:
         qd_meas = exps.qd[:, index]
-        w_v = problem.velocity_weight[None, None, None, :]
+        w_v = problem.velocity_weight[:, None, None, :]
         parts.append((qd_sim - qd_meas) * w_v * mask)
     failed = ~ok[:, :, None, None]
     parts = [jnp.where(failed, _FAILED_RESIDUAL, p) for p in parts]
     flat = [p.reshape(-1) for p in parts]
     if problem.num_windows > 1 and problem.free_nodes:
         duration = ts_w[:, :-1, -1] - ts_w[:, :-1, 0]  # (B, W-1)
-        c = problem.continuity_weight * problem.position_weight[None, None, :]
+        c = problem.continuity_weight * problem.position_weight[:, None, :]
         dq = (q_sim[:, :-1, -1] - q_nodes) * c
         dqd = (qd_sim[:, :-1, -1] - qd_nodes) * c * duration[..., None]
         flat += [dq.reshape(-1), dqd.reshape(-1)]
@@ -421,6 +421,26 @@ def _expand_names(paths, free_index, leaves) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _weights(name: str, value, batch: int, n: int) -> Array:
+    """Weights of shape ``(batch, n)``: a scalar or ``(n,)`` (per coordinate,
+    the same for every experiment) or ``(batch, n)`` / ``(batch, 1)`` (per
+    experiment, e.g. the inverse noise level of each record)."""
+    w = np.asarray(value, dtype=float)
+    if w.ndim <= 1:
+        w = w[None] if w.ndim == 1 else w
+        shape_ok = w.ndim == 0 or w.shape[-1] in (1, n)
+    else:
+        shape_ok = w.ndim == 2 and w.shape[0] in (1, batch) and w.shape[1] in (1, n)
+    if not shape_ok:
+        raise ValueError(
+            f"`{name}` must be a scalar, shape ({n},) (per coordinate) or "
+            f"({batch}, {n}) (per experiment and coordinate); got {np.shape(value)}."
+        )
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"`{name}` must be finite and >= 0; got {value!r}.")
+    return jnp.asarray(np.broadcast_to(w, (batch, n)))
+
+
 def build_problem(
     system,
     friction,
@@ -463,9 +483,9 @@ def build_problem(
             f"(samples - 1) = {num_samples - 1} is not divisible by num_windows = "
             f"{shooting.num_windows}."
         )
-    n = experiments.n_dof
-    w_q = jnp.broadcast_to(jnp.asarray(position_weight, float), (n,))
-    w_v = jnp.broadcast_to(jnp.asarray(velocity_weight, float), (n,))
+    n, batch = experiments.n_dof, experiments.ts.shape[0]
+    w_q = _weights("position_weight", position_weight, batch, n)
+    w_v = _weights("velocity_weight", velocity_weight, batch, n)
     use_velocity = bool(np.any(np.asarray(w_v) != 0))
     if use_velocity and experiments.qd is None:
         raise ValueError(
@@ -490,7 +510,7 @@ def build_problem(
     ) + tuple(k for k, t in enumerate(resolved) if isinstance(t, AtLeast))
     fixed_leaves = [None if i in free_index else leaf for i, leaf in enumerate(leaves)]
 
-    batch, windows = experiments.ts.shape[0], shooting.num_windows
+    windows = shooting.num_windows
     length = (num_samples - 1) // windows
     channels = 2 if use_velocity else 1
     num_residuals = batch * n * (windows * length + 1) * channels
