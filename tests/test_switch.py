@@ -526,3 +526,66 @@ def test_event_budget_exhausted():
     # `simulate` raises by default (throw=True applies `finish`).
     with pytest.raises(RuntimeError, match="max_events"):
         finish(sol, True)
+
+
+def test_save_times_with_repeats_event_time_and_t1():
+    # Saves are split over segments a few at a time (short save buffers under
+    # vmap): repeated times, a time equal to the event (t = π, saved after the
+    # switch), several times equal to t1, and uniform grids of 3 and 101 points
+    # all give the analytic free oscillator x = 1 + 1.75 cos t, then −0.75.
+    irregular = jnp.array([0.0, 0.0, 1.0, 1.0, 1.0, 2.0, np.pi, np.pi, 3.5, T1, T1])
+    for ts in (irregular, jnp.linspace(0.0, T1, 3), jnp.linspace(0.0, T1, 101)):
+        sol = jf.simulate(
+            jf.systems.Oscillator(mass=1.0, stiffness=1.0),
+            jf.Coulomb(1.0),
+            2.75,
+            0.0,
+            T1,
+            ts=ts,
+        )
+        t = np.asarray(ts)
+        exact = np.where(t < np.pi, 1.0 + 1.75 * np.cos(t), -0.75)
+        np.testing.assert_allclose(np.asarray(sol.q[:, 0]), exact, atol=STICK_TOL)
+        stuck = t >= np.pi
+        assert np.all(np.asarray(sol.qd[stuck, 0]) == 0.0)
+        assert np.all(np.asarray(sol.modes[:, 0]) == np.where(stuck, 0, -1))
+
+
+def test_coupled_release_from_rest_picks_the_consistent_modes():
+    # Two-link arm at rest in a horizontal plane, both joints' stick forces
+    # beyond their limits. Releasing each in the direction of its stick force
+    # gives (+, +), where joint 1 accelerates backwards: the modes must be the
+    # ones a brute-force check of all 3² combinations finds consistent (stuck:
+    # |f| <= fc; slipping at zero velocity: mode·q̈ >= 0), not a chatter of
+    # zero-length segments.
+    arm = jf.systems.TwoLinkArm(
+        m1=1.0, m2=1.0, l1=0.5, l2=0.5, lc1=0.25, lc2=0.25, I1=0.02, I2=0.02,
+        gravity=0.0,
+    )  # fmt: skip
+    fc, fv = np.array([0.3, 0.15]), np.array([0.1, 0.05])
+    tau = np.array([3.2, 1.5708])
+    sol = jf.simulate(
+        arm,
+        jf.CoulombViscous(fc, fc, fv, fv),
+        jnp.zeros(2),
+        jnp.zeros(2),
+        0.5,
+        force=jf.forces.Constant(tau),
+        num_save=3,
+    )
+    mass = np.asarray(arm.mass_matrix(jnp.zeros(2)))
+    consistent = []
+    for modes in itertools.product([-1, 0, 1], repeat=2):
+        stuck = np.array(modes) == 0
+        # Unknowns (q̈, f): M q̈ + f = τ; q̈_i = 0 if stuck, else f_i = fc_i·mode_i.
+        a = np.block([[mass, np.eye(2)], [np.diag(stuck), np.diag(~stuck)]])
+        b = np.concatenate([tau, np.where(stuck, 0.0, fc * np.array(modes))])
+        acc, f = np.split(np.linalg.solve(a.astype(float), b), 2)
+        if all(
+            abs(f[i]) <= fc[i] if stuck[i] else modes[i] * acc[i] >= 0 for i in range(2)
+        ):
+            consistent.append(modes)
+    assert consistent == [(-1, 1)]
+    assert tuple(np.asarray(sol.modes[0])) == consistent[0]
+    assert int(sol.stats["num_events"]) <= 4
+    assert float(sol.event_times[0]) > 1e-3  # no zero-length segments
