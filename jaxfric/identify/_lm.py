@@ -38,6 +38,15 @@ class LevenbergMarquardt(eqx.Module):
         tau: initial damping ``μ0`` relative to the largest diagonal of ``JᵀJ``.
         jac: ``"fwd"`` (`jax.jacfwd`), ``"bwd"`` (`jax.jacrev`), or `None`:
             `fit`'s `jac`.
+        max_step: largest step in any unconstrained unknown ``u`` (a step is
+            scaled down to it), or `None` for no limit. The unknowns are of
+            order one at the start (`_transforms.py`), and a step of many units
+            lands a `Positive` parameter deep in the flat tail of its softplus
+            (e.g. a Stribeck velocity at 1e-8 of its start), where the
+            gradient vanishes and the fit stays; the cap keeps the early,
+            badly damped steps of a start far from the optimum within reach
+            (default 2: e.g. a factor of about 7 on a `Positive` parameter
+            near its start).
     """
 
     gtol: float = eqx.field(static=True, default=1e-12)
@@ -45,8 +54,11 @@ class LevenbergMarquardt(eqx.Module):
     ftol: float = eqx.field(static=True, default=1e-14)
     tau: float = eqx.field(static=True, default=1e-3)
     jac: str | None = eqx.field(static=True, default=None)
+    max_step: float | None = eqx.field(static=True, default=2.0)
 
     def __check_init__(self):
+        if self.max_step is not None and not self.max_step > 0:
+            raise ValueError(f"`max_step` must be > 0 or None; got {self.max_step}.")
         if self.jac not in (None, "fwd", "bwd"):
             raise ValueError(f"`jac` must be 'fwd' or 'bwd'; got {self.jac!r}.")
         for name in ("gtol", "xtol", "ftol", "tau"):
@@ -123,6 +135,10 @@ def lm_step(settings: LevenbergMarquardt, fn, state: LMState) -> LMState:
     nu = jnp.where(accept, 2.0, 2.0 * state.nu)
 
     h = jnp.linalg.solve(jtj + mu * jnp.eye(jtj.shape[0], dtype=jtj.dtype), -g)
+    if settings.max_step is not None:
+        # Scale the step down (same direction); the gain ratio below uses the
+        # model's prediction for the step actually taken.
+        h = h * jnp.minimum(1.0, settings.max_step / jnp.max(jnp.abs(h)))
     predicted = -(h @ g) - 0.5 * (h @ (jtj @ h))
 
     # Stopping tests (Madsen et al. 2004, Eq. 3.15, 3.16): a stationary point,
