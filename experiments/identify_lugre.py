@@ -28,11 +28,13 @@ is weighted by the inverse of its noise level.
 
 Fitting (Levenberg–Marquardt, all six parameters free, `Positive` transforms,
 fs ≥ fc) goes in two stages: records 1–3 first, then all four from there. The
-stick–slip record alone has false minima (a wrong (fc, fs, vs) that still
-matches its breakaway), in which a single-stage fit from the second start
-ends; the presliding and sine records have none in this range and bring every
-parameter close first. Both stages run from two starts 50 % off, each with
-parameters above and below the truth.
+stick–slip record has false minima (a wrong (fc, fs, vs) that still matches
+its breakaway); the presliding and sine records bring every parameter close
+first. (Measured: without the LM step cap, `LevenbergMarquardt(max_step=None)`,
+a single-stage fit from the second start ended in such a minimum, 68 % off;
+with the default cap it converges as well. The script reports the
+single-stage fit beside the two-stage ones.) Both stages run from two starts
+50 % off, each with parameters above and below the truth.
 
 The claim: all six parameters within 2 % from each start (1 % noise).
 
@@ -209,8 +211,8 @@ def main():
         )
     single = None
     if settings["single_stage_check"]:
-        # The same fit without stage 1, from the second start: shows what the
-        # staging is for.
+        # The same fit without stage 1, from the last start: whether the
+        # staging is needed.
         factor = settings["start_factors"][-1]
         result, secs = lm_fit(
             system,
@@ -323,10 +325,15 @@ def main():
         f"{100 * target:g} % from each start 50 % off (1 % noise, two stages)"
     )
     if single is not None:
+        worst = float(np.max(single["errors"]))
         print(
             "note: single-stage fit from the last start: max error "
-            f"{100 * float(np.max(single['errors'])):.1f} % (a false minimum of "
-            "the stick-slip record)"
+            f"{100 * worst:.2f} % "
+            + (
+                "(converges without the staging too)"
+                if worst <= target
+                else "(a false minimum of the stick-slip record)"
+            )
         )
 
     folder = results_dir(NAME)
