@@ -589,3 +589,19 @@ def test_coupled_release_from_rest_picks_the_consistent_modes():
     assert tuple(np.asarray(sol.modes[0])) == consistent[0]
     assert int(sol.stats["num_events"]) <= 4
     assert float(sol.event_times[0]) > 1e-3  # no zero-length segments
+
+
+def test_block_stuck_on_stuck_block_is_bit_still():
+    # Free decay of the stacked blocks ends with both elements stuck: the ground
+    # row [0, 1] pins q2 and, with it, the relative row [1, −1] pins q1, so both
+    # positions are constant to the last bit and both velocities exactly 0.0
+    # (the relative row alone would hold q̇1 − q̇2 only to rounding).
+    sol = _two_dof(
+        STACKED, FC_POS, FC_NEG, FV_POS, FV_NEG, jnp.array([2.5, -0.3]), jnp.zeros(2)
+    )
+    assert sol.result == jf.RESULTS.successful
+    both = np.all(np.asarray(sol.modes) == 0, axis=1)
+    assert both.sum() > 50 and both[-1]
+    q, qd = np.asarray(sol.q)[both], np.asarray(sol.qd)[both]
+    assert np.all(q == q[-1])
+    assert np.all(qd == 0.0)

@@ -50,14 +50,16 @@ def small_solve(a: jax.Array, b: jax.Array) -> jax.Array:
 
 
 def masked_solve(matrix: jax.Array, rhs: jax.Array, mask: jax.Array) -> jax.Array:
-    """Solve the rows and columns of `mask` of ``matrix x = rhs``; zero elsewhere.
+    """Solve the rows and columns of `mask` of ``matrix x = rhs``; zero elsewhere
+    (``rhs`` of shape ``(m,)`` or ``(m, k)``).
 
     Fixed shapes for `jit`/`vmap`: the unmasked rows and columns are replaced by
     identity rows, so the masked block is solved inside an ``m × m`` system.
     """
     both = mask[:, None] & mask[None, :]
     eye = jnp.eye(mask.shape[0], dtype=matrix.dtype)
-    return small_solve(jnp.where(both, matrix, eye), jnp.where(mask, rhs, 0.0))
+    rows = mask if rhs.ndim == 1 else mask[:, None]
+    return small_solve(jnp.where(both, matrix, eye), jnp.where(rows, rhs, 0.0))
 
 
 def free_acceleration(system: AbstractSystem, q: Vector, qd: Vector, rhs: Vector):

@@ -11,8 +11,11 @@ adaptive explicit solver integrates it. A segment ends at an event:
 
 At an event the new modes are chosen by `_stick.consistent_modes` (Farhat Sec.
 4.2: assume the elements at zero velocity stuck, solve the Delassus system,
-release the one furthest outside its limits, repeat). A stuck element that hit
-its breakaway limit is released in the direction of its stick force.
+release the one furthest outside its limits, repeat; then turn round any
+element at zero velocity that accelerates against its slip direction). A stuck
+element that hit its breakaway limit is released in the direction of its stick
+force. Segments also end at every k-th save time (short save buffers, see
+`simulate_switch`); the modes do not change there.
 
 Gradients: every segment starts at the located event time ``t_e(θ)`` from the
 state ``y(t_e(θ))``; the event time is never `stop_gradient`-ed, so reverse mode
@@ -61,39 +64,85 @@ _EVENT_TIME_TOL = 1e-13
 _SAVE_SEGMENTS = 32
 
 
-class _EventBisection(optx.AbstractRootFinder):
-    """`optimistix.Bisection` (``flip=True``: a down-crossing) that stops on the
-    width of the time bracket only.
+class _EventRootState(eqx.Module):
+    lower: Float[Array, ""]
+    upper: Float[Array, ""]
+    f_lower: Float[Array, ""]
+    f_upper: Float[Array, ""]
+    last: Int[Array, ""]  # which end moved last: +1 lower, -1 upper, 0 none
+    count: Int[Array, ""]
 
-    Bisection's own stopping rule also asks ``|condition| < atol``, which mixes
-    units (velocities, forces) with the time tolerance and fails on steep
-    conditions; the bracket width alone is the accuracy of the event time.
-    (Under `vmap` diffrax root-finds ``t_end − t`` for members without an
-    event; the first bisection step evaluates ``t_end`` itself, finds zero and
-    returns it exactly.)
+
+class _EventRoot(optx.AbstractRootFinder):
+    """The event time: a down-crossing (``fn > 0`` below the root, ``< 0`` above)
+    bracketed by the last step, located to a bracket width of ``atol + rtol·|t|``.
+
+    Illinois regula falsi (Dowell & Jarratt 1971): the secant point of the
+    bracket, halving the kept end's value when the same end moves twice, each
+    point at least half a tolerance inside the bracket so that it closes from
+    both sides; every third point is the midpoint (worst case three times
+    bisection). About 8 condition evaluations per event against 40 for
+    bisection to 1e-13 s; the condition is a stick solve, and under `vmap`
+    the events of a batch were most of the cost. Only the width is tested,
+    not ``|fn|``, which mixes units (velocities, forces) with time. Under
+    `vmap` diffrax root-finds ``t_end − t`` for members without an event: the
+    first point is ``t_end`` itself, with value zero, which closes the bracket.
+    Gradients do not depend on the iteration: diffrax differentiates the root
+    implicitly.
     """
 
     rtol: float
     atol: float
     norm: ClassVar[Callable] = jnp.abs
 
-    def _bisection(self) -> optx.Bisection:
-        return optx.Bisection(rtol=self.rtol, atol=self.atol, flip=True)
-
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
-        return self._bisection().init(fn, y, args, options, f_struct, aux_struct, tags)
+        lower = jnp.asarray(options["lower"], f_struct.dtype)
+        upper = jnp.asarray(options["upper"], f_struct.dtype)
+        f_lower, _ = fn(lower, args)
+        return _EventRootState(
+            lower=lower,
+            upper=upper,
+            f_lower=jnp.asarray(f_lower, f_struct.dtype),
+            f_upper=jnp.asarray(-jnp.inf, f_struct.dtype),
+            last=jnp.array(0),
+            count=jnp.array(0),
+        )
 
     def step(self, fn, y, args, options, state, tags):
-        return self._bisection().step(fn, y, args, options, state, tags)
+        value, aux = fn(y, args)
+        above = value > 0  # the root lies above y
+        zero = value == 0
+        lower = jnp.where(above | zero, y, state.lower)
+        upper = jnp.where(above, state.upper, y)
+        f_lower = jnp.where(above, value, state.f_lower)
+        f_upper = jnp.where(above, state.f_upper, value)
+        moved = jnp.where(above, 1, -1)
+        # Illinois: the end that stayed twice has its value halved.
+        f_upper = jnp.where(above & (state.last == 1), 0.5 * f_upper, f_upper)
+        f_lower = jnp.where(~above & (state.last == -1), 0.5 * f_lower, f_lower)
+        width = upper - lower
+        secant = lower + width * f_lower / (f_lower - f_upper)
+        secant = jnp.where(jnp.isfinite(secant), secant, lower + 0.5 * width)
+        nudge = 0.5 * (self.atol + self.rtol * jnp.abs(y))
+        inside = jnp.clip(secant, lower + nudge, upper - nudge)
+        bisect = (state.count % 3 == 2) | (width <= 2 * nudge)
+        new_y = jnp.where(bisect, lower + 0.5 * width, inside)
+        new_state = _EventRootState(
+            lower=lower,
+            upper=upper,
+            f_lower=f_lower,
+            f_upper=f_upper,
+            last=moved,
+            count=state.count + 1,
+        )
+        return new_y, new_state, aux
 
     def terminate(self, fn, y, args, options, state, tags):
         width = jnp.abs(state.upper - state.lower)
         return width < self.atol + self.rtol * jnp.abs(y), optx.RESULTS.successful
 
     def postprocess(self, fn, y, aux, args, options, state, tags, result):
-        return self._bisection().postprocess(
-            fn, y, aux, args, options, state, tags, result
-        )
+        return y, aux, {}
 
 
 class _Segment(eqx.Module):
@@ -182,11 +231,23 @@ def _project_velocity(
 
 
 def _joint_coordinates(jac, elements) -> Bool[Array, " dof"]:
-    """Coordinates that are the only nonzero entry of the ``J`` row of one of
-    `elements` (joint friction: the element sticks iff the coordinate does)."""
+    """Coordinates that the zero slip velocities of `elements` pin to zero.
+
+    A coordinate ``k`` is pinned when ``e_k`` lies in the row space of the
+    stuck rows ``J_S`` (its diagonal entry of the projector ``J_Sᵀ (J_S
+    J_Sᵀ)⁻¹ J_S`` is 1): joint friction (a one-entry row), and e.g. a mass
+    stuck to a stuck block (rows ``[1, −1]`` and ``[0, 1]``). Held coordinates
+    keep their position to the last bit; a stuck relative element alone pins
+    no coordinate, its slip velocity is held by the Delassus solve to rounding.
+    """
     nonzero = jac != 0
     single = jnp.sum(nonzero, axis=1) == 1
-    return jnp.any(nonzero & (elements & single)[:, None], axis=0)
+    by_row = jnp.any(nonzero & (elements & single)[:, None], axis=0)
+    rows = jnp.where(elements[:, None], jac, 0.0)
+    coef = masked_solve(rows @ rows.T, rows, elements)  # (J_S J_Sᵀ)⁻¹ J_S
+    projector_diagonal = jnp.sum(rows * coef, axis=0)
+    pinned = jnp.abs(projector_diagonal - 1.0) < 1e-9
+    return by_row | (pinned & jnp.isfinite(projector_diagonal))
 
 
 def _switch(
@@ -265,13 +326,16 @@ def simulate_switch(
 ) -> Solution:
     """Exact stick–slip by the switch algorithm (Farhat et al. 2010, Sec. 4).
 
-    Stuck elements have slip velocity exactly ``0.0`` (for joint friction, a
-    ``J`` row with a single nonzero entry, the coordinate's velocity and
-    acceleration are exactly zero, so its position is constant to the last bit);
-    for general ``J`` the slip velocity is projected to zero at the start of the
-    stick phase and held by the Delassus solve (Farhat Eq. 7), drifting at the
-    level of the solver tolerances. Stick forces of all stuck elements are
-    solved together; static limits above kinetic (breakaway) are supported.
+    Stuck elements have slip velocity exactly ``0.0`` wherever the stuck rows
+    of ``J`` pin coordinates (joint friction, a one-entry row; or e.g. a block
+    stuck on a stuck block, rows ``[1, −1]`` and ``[0, 1]``): those coordinates'
+    velocities and accelerations are exactly zero, so their positions are
+    constant to the last bit. A stuck element whose rows pin no coordinate (a
+    relative element between two moving bodies) has its slip velocity projected
+    to zero at the start of the stick phase and held by the Delassus solve
+    (Farhat Eq. 7), to rounding (~1e-16 relative). Stick forces of all stuck
+    elements are solved together; static limits above kinetic (breakaway) are
+    supported.
 
     Defaults (each `None` field of `options`):
 
@@ -329,7 +393,7 @@ def simulate_switch(
     time_tol = max(_EVENT_TIME_TOL, 32 * eps)
     event = diffrax.Event(
         _event_condition,
-        root_finder=_EventBisection(rtol=time_tol, atol=time_tol),
+        root_finder=_EventRoot(rtol=time_tol, atol=time_tol),
         direction=False,
     )
     per_step, at_start = _evals_per_step(solver)
