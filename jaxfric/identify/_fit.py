@@ -356,9 +356,11 @@ def fit(
             ``"vmap"`` (`jax.vmap`, one batched solve) or ``"map"`` (a
             sequential `jax.lax.map`). Default: ``"map"`` for set-valued laws
             (the event-driven switch path: batched, every member steps until
-            the slowest ends each segment; measured on 2 CPU cores, vmap was
-            11x slower per Levenberg–Marquardt step with four records and 7x
-            slower per Adam step with two), ``"vmap"`` for the smooth paths.
+            the slowest ends each segment; measured on 2 CPU cores with the
+            four records of `experiments/identify_stribeck_1dof.py`, 0.075 s
+            per Levenberg–Marquardt step with map, 0.09 s with vmap; on many
+            cores or a GPU vmap is the one to try), ``"vmap"`` for the smooth
+            paths.
 
     Returns:
         A `FitResult`: the fitted model, loss history and standard errors.
