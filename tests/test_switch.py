@@ -551,19 +551,28 @@ def test_save_times_with_repeats_event_time_and_t1():
         assert np.all(np.asarray(sol.modes[:, 0]) == np.where(stuck, 0, -1))
 
 
-def test_coupled_release_from_rest_picks_the_consistent_modes():
+@pytest.mark.parametrize(
+    "tau, fc",
+    [
+        # Releasing each joint in the direction of its stick force gives (+, +),
+        # where joint 1 accelerates backwards.
+        ((3.2, 1.5708), (0.3, 0.15)),
+        # Both joints at 4/3 of their limits (a PD-tracked start from rest):
+        # the release order is a near tie and only (stuck, slip+) holds.
+        ((0.4, 0.2), (0.3 * (1 - 1e-6), 0.15)),
+    ],
+)
+def test_coupled_release_from_rest_picks_the_consistent_modes(tau, fc):
     # Two-link arm at rest in a horizontal plane, both joints' stick forces
-    # beyond their limits. Releasing each in the direction of its stick force
-    # gives (+, +), where joint 1 accelerates backwards: the modes must be the
-    # ones a brute-force check of all 3² combinations finds consistent (stuck:
-    # |f| <= fc; slipping at zero velocity: mode·q̈ >= 0), not a chatter of
-    # zero-length segments.
+    # beyond their limits. The modes must be the ones a brute-force check of all
+    # 3² combinations finds consistent (stuck: |f| <= fc; slipping at zero
+    # velocity: mode·q̈ >= 0), not a chatter of zero-length segments or a
+    # failed solve.
     arm = jf.systems.TwoLinkArm(
         m1=1.0, m2=1.0, l1=0.5, l2=0.5, lc1=0.25, lc2=0.25, I1=0.02, I2=0.02,
         gravity=0.0,
     )  # fmt: skip
-    fc, fv = np.array([0.3, 0.15]), np.array([0.1, 0.05])
-    tau = np.array([3.2, 1.5708])
+    fc, fv, tau = np.array(fc), np.array([0.1, 0.05]), np.array(tau)
     sol = jf.simulate(
         arm,
         jf.CoulombViscous(fc, fc, fv, fv),
@@ -585,7 +594,7 @@ def test_coupled_release_from_rest_picks_the_consistent_modes():
             abs(f[i]) <= fc[i] if stuck[i] else modes[i] * acc[i] >= 0 for i in range(2)
         ):
             consistent.append(modes)
-    assert consistent == [(-1, 1)]
+    assert len(consistent) == 1
     assert tuple(np.asarray(sol.modes[0])) == consistent[0]
     assert int(sol.stats["num_events"]) <= 4
     assert float(sol.event_times[0]) > 1e-3  # no zero-length segments

@@ -5,14 +5,21 @@ path and the Karnopp band. Modes per friction element: ``+1`` slipping forward,
 ``-1`` slipping backward, ``0`` stuck.
 """
 
+import itertools
+
+import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._types import Float, Int, SlipVector, Vector
 from ..friction._base import AbstractSetValuedLaw
 from ..systems._base import AbstractSystem
 
 STICK = 0
+# Mode combinations tried when the release iteration ends inconsistent: all
+# 3^m of them up to m = 8 friction elements.
+_ENUMERATE_MAX = 3**8
 # Up to this size linear solves are unrolled: under `vmap` XLA on CPU calls
 # LAPACK once per batch member for tiny matrices, which dominated run time
 # (0.87 ms -> 0.1 ms per free oscillator, vmap over 1000, same results).
@@ -168,7 +175,10 @@ def consistent_modes(
     elements (a non-diagonal ``J M⁻¹ Jᵀ``) the direction of a stick force is not
     always the direction of motion once another element slips: releasing alone
     chattered with zero-length segments (a two-link arm from rest). At most
-    ``3m`` iterations.
+    ``3m`` iterations; if the modes are still inconsistent (ties between
+    elements), every combination of the elements' modes is tried (``3^m``
+    stick solves, for ``m <= 8``) and the consistent one with the most stuck
+    elements kept.
 
     Args:
         at_zero: boolean mask of elements whose slip velocity is (numerically)
@@ -231,8 +241,36 @@ def consistent_modes(
         change = (release | turn) & (index == target)
         return jnp.where(change, new_mode, modes), turned | (turn & (index == wrong))
 
+    def is_consistent(modes):
+        _, excess, against = violations(modes)
+        return ~jnp.any(excess > 0) & ~jnp.any(against > 0)
+
     turned = jnp.zeros_like(at_zero)
     modes, _ = jax.lax.fori_loop(0, 3 * modes.shape[0], iterate, (modes, turned))
-    _, excess, against = violations(modes)
-    consistent = ~jnp.any(excess > 0) & ~jnp.any(against > 0)
-    return modes, consistent
+    consistent = is_consistent(modes)
+    m = modes.shape[0]
+    if 3**m > _ENUMERATE_MAX:
+        return modes, consistent
+
+    def enumerate_modes(modes):
+        # Every combination of the checked elements' modes (released ones
+        # slip): the consistent one with the most stuck elements, the first of
+        # those on a tie. Greedy release fails where relative excesses tie:
+        # e.g. a two-link arm from rest under PD, both joints 4/3 of their
+        # limits, where only (stuck, slip+) is consistent.
+        grid = np.array(list(itertools.product((0, 1, -1), repeat=m)), np.int32)
+        candidates = jnp.where(checked[None, :], grid, modes[None, :])
+        allowed = jnp.all(~released[None, :] | (candidates != STICK), axis=1)
+        ok = jax.vmap(is_consistent)(candidates) & allowed
+        num_stuck = jnp.sum(candidates == STICK, axis=1)
+        best = jnp.argmax(jnp.where(ok, num_stuck, -1))
+        return jnp.where(ok[best], candidates[best], modes), ok[best]
+
+    # Only when some member of a batch needs it (under `vmap` a batched
+    # predicate would run it for all).
+    return jax.lax.cond(
+        eqxi.unvmap_any(~consistent),
+        enumerate_modes,
+        lambda modes: (modes, consistent),
+        modes,
+    )
