@@ -39,7 +39,7 @@ from ._kikuuwe import (
     step_size,
 )
 from ._solution import Solution
-from ._stick import free_acceleration, masked_solve
+from ._stick import masked_solve, stick_parts
 
 
 def karnopp_friction(
@@ -61,10 +61,9 @@ def karnopp_friction(
         ``(f, q̈, q̇_kin)``: friction per element (N or N·m), accelerations, and the
         velocity with which ``q`` moves (zero slip velocity in the band).
     """
-    acc_free, minv_jt, jac = free_acceleration(system, q, qd, net)
-    delassus = jac @ minv_jt
+    acc_free, minv_jt, jac, delassus, jdot_qd = stick_parts(system, q, qd, net)
     # Slip accelerations without friction: J M⁻¹ (τ − h) + J̇ q̇.
-    slip_acc_free = jac @ acc_free + system.friction_jacobian_dot_qd(q, qd)
+    slip_acc_free = jac @ acc_free + jdot_qd
     slip = jac @ qd
     band = law.in_band(slip)
     f_slip = law.slip_force(slip)

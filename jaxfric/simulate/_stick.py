@@ -6,6 +6,7 @@ path and the Karnopp band. Modes per friction element: ``+1`` slipping forward,
 """
 
 import itertools
+from typing import NamedTuple
 
 import equinox.internal as eqxi
 import jax
@@ -78,6 +79,26 @@ def free_acceleration(system: AbstractSystem, q: Vector, qd: Vector, rhs: Vector
     return both[:, 0], both[:, 1:], jac
 
 
+class StickParts(NamedTuple):
+    """What every stick solve at one state shares (one factorisation of ``M``):
+    ``M⁻¹(τ − h)``, ``M⁻¹Jᵀ``, ``J``, the Delassus matrix ``J M⁻¹ Jᵀ`` and
+    ``J̇ q̇``."""
+
+    acc_net: Vector
+    minv_jt: jax.Array
+    jac: jax.Array
+    delassus: jax.Array
+    jdot_qd: SlipVector
+
+
+def stick_parts(system: AbstractSystem, q: Vector, qd: Vector, net: Vector):
+    """The `StickParts` of the state ``(q, q̇)`` under ``net = τ − h``."""
+    acc_net, minv_jt, jac = free_acceleration(system, q, qd, net)
+    return StickParts(
+        acc_net, minv_jt, jac, jac @ minv_jt, system.friction_jacobian_dot_qd(q, qd)
+    )
+
+
 def solve_stick(
     system: AbstractSystem,
     q: Vector,
@@ -85,6 +106,7 @@ def solve_stick(
     net: Vector,
     slip_friction: SlipVector,
     stuck: jax.Array,
+    parts: StickParts | None = None,
 ) -> tuple[SlipVector, Vector]:
     """Friction forces and accelerations for a fixed set of stuck elements.
 
@@ -104,19 +126,21 @@ def solve_stick(
         slip_friction: friction of the slipping elements (entries of stuck
             elements are ignored), shape ``(m,)``.
         stuck: boolean mask of stuck elements, shape ``(m,)``.
+        parts: `stick_parts` of this state, when several mode sets are tried
+            at one state (computed here otherwise).
 
     Returns:
         ``(f, q̈)``: the friction of every element (stick forces in stuck
         entries) and the accelerations, shape ``(m,)`` and ``(n,)``.
     """
+    if parts is None:
+        parts = stick_parts(system, q, qd, net)
     f_slip = jnp.where(stuck, 0.0, slip_friction)
-    jac = system.friction_jacobian(q)
-    acc_free, minv_jt, _ = free_acceleration(system, q, qd, net - jac.T @ f_slip)
-    delassus = jac @ minv_jt
-    rhs = jac @ acc_free + system.friction_jacobian_dot_qd(q, qd)
-    f_stick = masked_solve(delassus, rhs, stuck)
+    acc_free = parts.acc_net - parts.minv_jt @ f_slip
+    rhs = parts.jac @ acc_free + parts.jdot_qd
+    f_stick = masked_solve(parts.delassus, rhs, stuck)
     friction = jnp.where(stuck, f_stick, f_slip)
-    acc = acc_free - minv_jt @ jnp.where(stuck, f_stick, 0.0)
+    acc = acc_free - parts.minv_jt @ jnp.where(stuck, f_stick, 0.0)
     return friction, acc
 
 
@@ -207,17 +231,16 @@ def consistent_modes(
     # rounding (e.g. a breakaway with static = kinetic level releases at zero
     # acceleration; the event time is known to 1e-13 s): 1e-9 of the slip
     # acceleration that each element's static limit alone produces.
-    _, minv_jt, jac = free_acceleration(system, q, qd, net)
-    rate_tol = 1e-9 * jnp.abs(jnp.diagonal(jac @ minv_jt)) * scale
+    # One factorisation of M for every mode set tried below.
+    parts = stick_parts(system, q, qd, net)
+    rate_tol = 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * scale
 
     def violations(modes):
         direction = jnp.where(modes >= 0, 1.0, -1.0)
         f_slip = law.slip_force(slip, direction)
-        friction, acc = solve_stick(system, q, qd, net, f_slip, modes == STICK)
-        rate = system.friction_jacobian(q) @ acc + system.friction_jacobian_dot_qd(
-            q, qd
-        )
         stuck = modes == STICK
+        friction, acc = solve_stick(system, q, qd, net, f_slip, stuck, parts)
+        rate = parts.jac @ acc + parts.jdot_qd
         excess = jnp.maximum(friction - limit_pos, -limit_neg - friction) / scale
         excess = jnp.where(stuck, excess, -jnp.inf)
         # Slip acceleration against the slip direction, beyond rounding.

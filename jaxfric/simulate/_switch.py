@@ -382,7 +382,7 @@ def simulate_switch(
     t0 = jnp.asarray(t0, dtype=dtype)
     t1 = jnp.asarray(t1, dtype=dtype)
     ts = jnp.asarray(ts, dtype=dtype)
-    num_ts = ts.shape[0]
+    num_t = ts.shape[0]
     solver = diffrax.Tsit5() if options.solver is None else options.solver
     eps = float(jnp.finfo(dtype).eps)
     rtol = max(DEFAULT_RTOL, 100 * eps) if options.rtol is None else options.rtol
@@ -422,11 +422,10 @@ def simulate_switch(
     # forced oscillators: 22 ms against 1.4 ms per simulation). A few saves per
     # segment cost a restart every `chunk` saves instead (single solves with
     # 1001 saves: measured within 10 % either way).
-    chunk = max(1, -(-(num_ts - 1) // _SAVE_SEGMENTS))
+    chunk = max(1, -(-(num_t - 1) // _SAVE_SEGMENTS))
     stops = jnp.concatenate([ts[chunk::chunk], t1[None]])
     num_stops = stops.shape[0]
 
-    num_t = ts.shape[0]
     saved0 = (
         jnp.full((num_t, n), jnp.nan, dtype),
         jnp.full((num_t, n), jnp.nan, dtype),
@@ -481,8 +480,8 @@ def simulate_switch(
         at_start = (right > 0) & (ts[jnp.maximum(right - 1, 0)] == t_start)
         first = jnp.where(at_start, right - 1, right)
         source = first + jnp.arange(chunk)
-        seg_ts = ts[jnp.minimum(source, num_ts - 1)]
-        seg_ts = jnp.minimum(jnp.where(source < num_ts, seg_ts, t_stop), t_stop)
+        seg_ts = ts[jnp.minimum(source, num_t - 1)]
+        seg_ts = jnp.minimum(jnp.where(source < num_t, seg_ts, t_stop), t_stop)
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(_vector_field),
             solver,
@@ -511,7 +510,7 @@ def simulate_switch(
         # Save the times this segment spanned; a time equal to an event time is
         # taken from the next segment (after the switch), as is `t_stop`; times
         # equal to `t1` take the end state.
-        index = jnp.arange(num_ts)
+        index = jnp.arange(num_t)
         at_t1 = (ts >= t_e) & (t_e >= t1)
         spanned = (index >= first) & (index < first + chunk) & (ts < t_e)
         take = (spanned | at_t1) & ~c.done
