@@ -81,9 +81,9 @@ class _EventRoot(optx.AbstractRootFinder):
     bracket, halving the kept end's value when the same end moves twice, each
     point at least half a tolerance inside the bracket so that it closes from
     both sides; every third point is the midpoint (worst case three times
-    bisection). About 8 condition evaluations per event against 40 for
-    bisection to 1e-13 s; the condition is a stick solve, and under `vmap`
-    the events of a batch were most of the cost. Only the width is tested,
+    bisection). 12–20 condition evaluations to 1e-13 s on smooth and kinked
+    test conditions, against 40 for bisection; each is a stick solve. Only
+    the width is tested,
     not ``|fn|``, which mixes units (velocities, forces) with time. Under
     `vmap` diffrax root-finds ``t_end − t`` for members without an event: the
     first point is ``t_end`` itself, with value zero, which closes the bracket.
