@@ -28,33 +28,37 @@ _UNROLL_MAX = 8
 
 
 def small_solve(a: jax.Array, b: jax.Array) -> jax.Array:
-    """Solve ``a x = b`` (``b`` of shape ``(n,)`` or ``(n, k)``).
+    """Solve ``a x = b`` for a symmetric positive definite ``a`` (``b`` of shape
+    ``(n,)`` or ``(n, k)``).
 
-    Gaussian elimination with partial pivoting unrolled over the static size for
-    ``n <= 8`` (lumped systems, small robots); `jnp.linalg.solve` above.
+    Every matrix solved here is one: the mass matrix ``M``, Delassus blocks
+    ``J_S M⁻¹ J_Sᵀ`` and Gram matrices ``J_S J_Sᵀ`` (with identity rows in
+    place of masked ones). For those, Gaussian elimination without pivoting is
+    backward stable (growth factor 1, Wilkinson 1961), so for ``n <= 8`` it is
+    unrolled over the entries as scalars: no gathers or in-place updates, which
+    under `vmap` on CPU cost more than the arithmetic (1000 forced oscillators:
+    0.81 -> 0.72 ms per simulation). A singular ``a`` (e.g. redundant stuck
+    rows) gives non-finite entries, as with pivoting; `jnp.linalg.solve` above
+    ``n = 8``.
     """
     n = a.shape[0]
     if n > _UNROLL_MAX:
         return jnp.linalg.solve(a, b)
-    vec = b.ndim == 1
-    if vec:
-        b = b[:, None]
-    rows = jnp.arange(n)
+    rows = [[a[i, j] for j in range(n)] for i in range(n)]
+    rhs = [b[i] for i in range(n)]
     for k in range(n):
-        pivot = jnp.argmax(jnp.abs(a[k:, k])) + k
-        perm = jnp.where(rows == k, pivot, jnp.where(rows == pivot, k, rows))
-        a, b = a[perm], b[perm]
-        factor = a[k + 1 :, k] / a[k, k]
-        a = a.at[k + 1 :].add(-factor[:, None] * a[k][None, :])
-        b = b.at[k + 1 :].add(-factor[:, None] * b[k][None, :])
+        for i in range(k + 1, n):
+            factor = rows[i][k] / rows[k][k]
+            for j in range(k + 1, n):
+                rows[i][j] = rows[i][j] - factor * rows[k][j]
+            rhs[i] = rhs[i] - factor * rhs[k]
     x = [None] * n
     for k in reversed(range(n)):
-        acc = b[k]
+        acc = rhs[k]
         for j in range(k + 1, n):
-            acc = acc - a[k, j] * x[j]
-        x[k] = acc / a[k, k]
-    x = jnp.stack(x)
-    return x[:, 0] if vec else x
+            acc = acc - rows[k][j] * x[j]
+        x[k] = acc / rows[k][k]
+    return jnp.stack(x)
 
 
 def masked_solve(matrix: jax.Array, rhs: jax.Array, mask: jax.Array) -> jax.Array:
