@@ -127,6 +127,10 @@ class SymmetricCoulombViscous(AbstractSetValuedLaw):
     with ``F_c^+ = F_c^-`` and ``F_v^+ = F_v^-``): ``f = fc·d + fv·v`` while
     slipping in direction ``d``; stuck while ``|f| <= fc``.
 
+    The law of ``jf.Coulomb(fc, fv=fv)`` with the static limit tied to the
+    Coulomb level: `jf.Coulomb` keeps ``fs`` a leaf of its own, which selecting
+    ``(fc, fv)`` as free parameters would hold at its start value.
+
     Args:
         fc: Coulomb level per joint, N·m, ``>= 0``.
         fv: viscous coefficient per joint, N·m·s/rad, ``>= 0``.

@@ -65,6 +65,13 @@ def test_valid_config_builds_objects():
     assert isinstance(cfg.simulate["solver"], diffrax.Tsit5)
 
 
+def test_optional_law_parameter_from_toml():
+    # `Coulomb`'s viscous term is optional: absent, no `fv`; given, a float.
+    assert _parse(_BASE).friction.law.fv is None
+    law = _parse(_with("friction.law", "fv = 0.25")).friction.law
+    assert float(law.fv) == 0.25 and float(law.fs) == 1.5
+
+
 # `jaxfric simulate` configs; identify_*/optimize_* configs are checked by the
 # tests of their subcommands.
 _SIMULATE_CONFIGS = sorted(

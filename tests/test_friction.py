@@ -48,6 +48,19 @@ def test_coulomb_force_map():
     _close(jf.Coulomb(0.7).breakaway(np.array([1.0, -1.0])), [0.7, 0.7])
 
 
+def test_coulomb_with_viscous_term_force_map():
+    law = jf.Coulomb(fc=1.2, fs=1.5, fv=0.4)
+    d = np.sign(V) + (V == 0)
+    _close(law.slip_force(V, d), 1.2 * d + 0.4 * V)
+    _close(law.breakaway(d), np.full_like(V, 1.5))
+    # The symmetric case of CoulombViscous (Farhat Eq. 4), slip branches equal.
+    both = jf.CoulombViscous(fc_pos=1.2, fc_neg=1.2, fv_pos=0.4, fv_neg=0.4)
+    _close(law.slip_force(V, d), both.slip_force(V, d))
+    # No viscous term, no `fv` leaf: identification does not fit one.
+    assert len(jax.tree.leaves(jf.Coulomb(1.0))) == 2
+    assert len(jax.tree.leaves(law)) == 3
+
+
 def test_coulomb_viscous_force_map():
     law = jf.CoulombViscous(fc_pos=1.0, fc_neg=0.6, fv_pos=0.3, fv_neg=0.5)
     fwd = np.ones_like(V)
@@ -86,6 +99,8 @@ def test_stribeck_gradient_finite_at_zero():
         (lambda: jf.Coulomb(np.nan), "`fc` must be finite"),
         (lambda: jf.Coulomb(np.ones(2), np.ones(3)), "do not broadcast"),
         (lambda: jf.Coulomb(np.ones((2, 2))), "scalars or vectors"),
+        (lambda: jf.Coulomb(1.0, fv=-0.1), "`fv` must lie in [0.0, inf]"),
+        (lambda: jf.Coulomb(np.ones(2), fv=np.ones(3)), "do not broadcast"),
         (lambda: jf.CoulombViscous(-1.0, 1.0), "`fc_pos` must lie"),
         (lambda: jf.CoulombViscous(1.0, -1.0), "`fc_neg` must lie"),
         (lambda: jf.CoulombViscous(1.0, 1.0, -0.1), "`fv_pos` must lie"),

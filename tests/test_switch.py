@@ -307,6 +307,33 @@ def test_free_oscillator_two_reversals():
     )
 
 
+def test_damped_coulomb_oscillator_sticks_analytically():
+    # ẍ + fv ẋ + x = −fc·d (Coulomb with a viscous term, Farhat Eq. 4
+    # symmetric): from rest at x0 > fc the first half swing is a damped cosine
+    # about +fc, ending at t = π/ω_d at x1 = fc − (x0 − fc)·exp(−ζπ/ω_d),
+    # ζ = fv/2, ω_d = √(1 − ζ²); |x1| < fc, so the mass sticks there.
+    x0, fc, fv = 3.0, 1.0, 0.2
+    zeta = fv / 2
+    wd = np.sqrt(1 - zeta**2)
+    decay = np.exp(-zeta * np.pi / wd)
+    x1 = fc - (x0 - fc) * decay
+    dx1_dfv = (x0 - fc) * decay * (np.pi / 2) / (1 - zeta**2) ** 1.5
+
+    def final(fv):
+        law = jf.Coulomb(fc, fv=fv)
+        return jf.simulate(jf.systems.Oscillator(1.0, 1.0), law, x0, 0.0, 6.0)
+
+    sol = final(fv)
+    assert int(sol.stats["num_events"]) == 1
+    assert abs(float(sol.event_times[0]) - np.pi / wd) < STICK_TOL
+    assert abs(float(sol.q[-1, 0]) - x1) < STICK_TOL
+    stuck = np.asarray(sol.ts) > np.pi / wd
+    assert np.all(np.asarray(sol.qd[stuck, 0]) == 0.0)
+    assert np.all(np.asarray(sol.q[stuck, 0]) == float(sol.q[-1, 0]))
+    grad = jax.grad(lambda fv: final(fv).q[-1, 0])(fv)
+    assert abs(float(grad) - dx1_dfv) < JAC_TOL
+
+
 # --- forced oscillator: breakaway, reversal, two stick phases --------------------
 
 

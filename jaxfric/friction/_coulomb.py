@@ -10,6 +10,10 @@ from .._types import Float, SlipVector
 from ._base import AbstractSetValuedLaw
 
 
+def _optional_float(value):
+    return None if value is None else as_float(value)
+
+
 def _positive_power(x, p):
     """``x**p`` for ``x >= 0`` whose gradient (also w.r.t. ``p``) is finite at 0."""
     positive = x > 0
@@ -18,32 +22,46 @@ def _positive_power(x, p):
 
 
 class Coulomb(AbstractSetValuedLaw):
-    """Coulomb friction with an optional static (breakaway) level.
+    """Coulomb friction with an optional static (breakaway) level and an
+    optional viscous term.
 
-    ``f = fc·d`` while slipping in direction ``d = ±1``; a stuck element holds any
-    force in ``[-fs, fs]`` (Farhat et al. 2010, Eq. 4 with ``Fv = 0``; Karnopp 1985,
-    breakaway ``FH`` above the slip level ``FC``).
+    ``f = fc·d + fv·v`` while slipping at slip velocity ``v`` in direction
+    ``d = ±1``; a stuck element holds any force in ``[-fs, fs]`` (Farhat et al.
+    2010, Eq. 4 with ``F_c^+ = F_c^- = fc`` and ``F_v^+ = F_v^- = fv``; Karnopp
+    1985, breakaway ``FH`` above the slip level ``FC``). For different levels
+    in the two directions use `CoulombViscous`.
 
     Args:
         fc: kinetic (slip) Coulomb level, N or N·m, ``>= 0``.
         fs: static limit, N or N·m, ``>= fc``; defaults to `fc`.
+        fv: viscous coefficient, N·s/m or N·m·s/rad, ``>= 0``; default `None`,
+            no viscous term (and no `fv` leaf, so identification does not fit
+            one).
     """
 
     fc: Float[Array, "..."] = eqx.field(converter=as_float)
     fs: Float[Array, "..."] = eqx.field(converter=as_float)
+    fv: Float[Array, "..."] | None = eqx.field(converter=_optional_float)
 
-    def __init__(self, fc, fs=None):
+    def __init__(self, fc, fs=None, fv=None):
         self.fc = fc
         self.fs = fc if fs is None else fs
+        self.fv = fv
 
     def __check_init__(self):
-        check_broadcastable({"fc": self.fc, "fs": self.fs})
+        levels = {"fc": self.fc, "fs": self.fs}
+        if self.fv is not None:
+            levels["fv"] = self.fv
+            check_range("fv", self.fv, lower=0.0)
+        check_broadcastable(levels)
         check_range("fc", self.fc, lower=0.0)
         check_range("fs", self.fs, lower=0.0)
         check_ge("fs", self.fs, "fc", self.fc)
 
     def slip_force(self, slip_velocity, direction) -> SlipVector:
-        return self.fc * jnp.asarray(direction) + 0.0 * jnp.asarray(slip_velocity)
+        v = jnp.asarray(slip_velocity)
+        viscous = 0.0 * v if self.fv is None else self.fv * v
+        return self.fc * jnp.asarray(direction) + viscous
 
     def breakaway(self, direction) -> SlipVector:
         return jnp.broadcast_to(self.fs, jnp.shape(direction)).astype(float)
