@@ -15,6 +15,11 @@ def as_float(value) -> jax.Array:
     return jnp.asarray(value, dtype=float)
 
 
+def as_optional_float(value) -> jax.Array | None:
+    """`as_float` for optional parameter fields: `None` stays `None` (no leaf)."""
+    return None if value is None else as_float(value)
+
+
 def is_concrete(value) -> bool:
     """True when `value` can be read on the host (not a tracer)."""
     return not isinstance(value, jax.core.Tracer)

@@ -5,13 +5,15 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array
 
-from .._check import as_float, check_broadcastable, check_ge, check_range
+from .._check import (
+    as_float,
+    as_optional_float,
+    check_broadcastable,
+    check_ge,
+    check_range,
+)
 from .._types import Float, SlipVector
 from ._base import AbstractSetValuedLaw
-
-
-def _optional_float(value):
-    return None if value is None else as_float(value)
 
 
 def _positive_power(x, p):
@@ -41,7 +43,7 @@ class Coulomb(AbstractSetValuedLaw):
 
     fc: Float[Array, "..."] = eqx.field(converter=as_float)
     fs: Float[Array, "..."] = eqx.field(converter=as_float)
-    fv: Float[Array, "..."] | None = eqx.field(converter=_optional_float)
+    fv: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
 
     def __init__(self, fc, fs=None, fv=None):
         self.fc = fc

@@ -6,7 +6,13 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike
 
-from .._check import as_float, check_broadcastable, check_ge, check_range
+from .._check import (
+    as_float,
+    as_optional_float,
+    check_broadcastable,
+    check_ge,
+    check_range,
+)
 from .._types import Float, SlipVector
 from ._base import AbstractFrictionLaw, AbstractSetValuedLaw
 
@@ -44,7 +50,7 @@ class Karnopp(AbstractFrictionLaw):
                 f"CoulombViscous, Stribeck); got {type(slip_law).__name__}."
             )
         self.dv = dv
-        self.breakaway = None if breakaway is None else as_float(breakaway)
+        self.breakaway = as_optional_float(breakaway)
         self.slip_law = slip_law
 
     def __check_init__(self):

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from .._check import as_float, check_range, is_concrete
+from .._check import as_float, as_optional_float, check_range, is_concrete
 
 # Smallest value of ``(θ - lower)/scale`` the inverse maps to; θ exactly on the
 # boundary would need u = -inf.
@@ -76,7 +76,7 @@ class Identity(AbstractTransform):
     """
 
     scale: Float[Array, "..."] | None = eqx.field(
-        default=None, converter=lambda s: None if s is None else as_float(s)
+        default=None, converter=as_optional_float
     )
 
     def forward(self, u, reference):
@@ -94,7 +94,7 @@ class Positive(AbstractTransform):
     """
 
     scale: Float[Array, "..."] | None = eqx.field(
-        default=None, converter=lambda s: None if s is None else as_float(s)
+        default=None, converter=as_optional_float
     )
 
     def forward(self, u, reference):
@@ -158,7 +158,7 @@ class AtLeast(AbstractTransform):
 
     reference: Callable | int = eqx.field(static=True)
     scale: Float[Array, "..."] | None = eqx.field(
-        default=None, converter=lambda s: None if s is None else as_float(s)
+        default=None, converter=as_optional_float
     )
 
     def _offset(self, theta0, reference):
