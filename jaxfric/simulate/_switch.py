@@ -400,7 +400,7 @@ def simulate_switch(
         root_finder=_EventRoot(rtol=time_tol, atol=time_tol),
         direction=False,
     )
-    per_step, at_start = _evals_per_step(solver)
+    per_step, evals_at_start = _evals_per_step(solver)
     max_events = options.max_events
     x0 = (
         jnp.zeros((0,), dtype=dtype)
@@ -608,7 +608,7 @@ def simulate_switch(
             + sol.stats["num_accepted_steps"],
             "num_rejected_steps": c.stats["num_rejected_steps"]
             + sol.stats["num_rejected_steps"],
-            "num_vf_evals": c.stats["num_vf_evals"] + per_step * steps + at_start,
+            "num_vf_evals": c.stats["num_vf_evals"] + per_step * steps + evals_at_start,
         }
         new = _Carry(
             t=t_e,
