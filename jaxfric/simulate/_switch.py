@@ -85,10 +85,10 @@ class _EventRoot(optx.AbstractRootFinder):
     both sides; every third point is the midpoint (worst case three times
     bisection). 12–20 condition evaluations to 1e-13 s on smooth and kinked
     test conditions, against 40 for bisection; each is a stick solve. Only
-    the width is tested,
-    not ``|fn|``, which mixes units (velocities, forces) with time. Under
-    `vmap` diffrax root-finds ``t_end − t`` for members without an event: the
-    first point is ``t_end`` itself, with value zero, which closes the bracket.
+    the width is tested, not ``|fn|``, which mixes units (velocities, forces)
+    with time. Under `vmap` diffrax root-finds ``t_end − t`` for members
+    without an event: the first point is ``t_end`` itself, with value zero,
+    which closes the bracket.
     Gradients do not depend on the iteration: diffrax differentiates the root
     implicitly.
     """
@@ -495,15 +495,18 @@ def simulate_switch(
         # The segment ends at the next stop (or an event) and saves the times
         # of `ts` from `t_start` on, `chunk` of them at most (see `stops`).
         t_stop = jnp.where(c.done, t1, stops[jnp.minimum(c.next_stop, num_stops - 1)])
-        # First time to save: the last of any equal to `t_start` (copied to the
-        # others at the end), else the first after it.
-        right = jnp.searchsorted(ts, t_start, side="right")
-        at_start = (right > 0) & (ts[jnp.maximum(right - 1, 0)] == t_start)
-        first = jnp.where(at_start, right - 1, right)
-        source = first + jnp.arange(chunk)
-        seg_ts = ts[jnp.minimum(source, num_t - 1)]
-        seg_ts = jnp.minimum(jnp.where(source < num_t, seg_ts, t_stop), t_stop)
-        save_ts = () if at_starts else (diffrax.SubSaveAt(ts=seg_ts),)
+        if at_starts:
+            save_ts = ()
+        else:
+            # First time to save: the last of any equal to `t_start` (copied to
+            # the others at the end), else the first after it.
+            right = jnp.searchsorted(ts, t_start, side="right")
+            at_start = (right > 0) & (ts[jnp.maximum(right - 1, 0)] == t_start)
+            first = jnp.where(at_start, right - 1, right)
+            source = first + jnp.arange(chunk)
+            seg_ts = ts[jnp.minimum(source, num_t - 1)]
+            seg_ts = jnp.minimum(jnp.where(source < num_t, seg_ts, t_stop), t_stop)
+            save_ts = (diffrax.SubSaveAt(ts=seg_ts),)
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(_vector_field),
             solver,
@@ -519,7 +522,7 @@ def simulate_switch(
             adjoint=adjoint,
             throw=False,
         )
-        at_end, *at_ts = sol.ys
+        at_end, *at_seg_ts = sol.ys
         t_e = sol.ts[0][-1]
         q_e, qd_e, x_e = (y[-1] for y in at_end)
         event_hit = sol.result == diffrax.RESULTS.event_occurred
@@ -536,7 +539,7 @@ def simulate_switch(
         else:
             spanned = (index >= first) & (index < first + chunk) & (ts < t_e)
             back = jnp.clip(index - first, 0, chunk - 1)
-            inside = tuple(y[back] for y in at_ts[0])
+            inside = tuple(y[back] for y in at_seg_ts[0])
         take = (spanned | at_t1) & ~c.done
         s_q, s_qd, s_x = (
             jnp.where(at_t1[:, None], end[None, :], y)
