@@ -12,6 +12,7 @@ import numpy as np
 from jaxtyping import Array
 
 from .._check import as_float, check_finite, check_knots, check_range
+from .._math import sin, sincos
 from .._types import Float, ScalarLike, Vector
 from ._base import AbstractStatelessForce
 
@@ -59,7 +60,7 @@ class Sine(AbstractStatelessForce):
         check_finite("offset", self.offset)
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
-        return self.offset + self.amplitude * jnp.sin(self.omega * t + self.phase)
+        return self.offset + self.amplitude * sin(self.omega * t + self.phase)
 
 
 class FourierSeries(AbstractStatelessForce):
@@ -113,7 +114,7 @@ class FourierSeries(AbstractStatelessForce):
         n_harm = self.a.shape[0]
         freq = self.omega * jnp.arange(1, n_harm + 1, dtype=self.a.dtype)
         freq = jnp.reshape(freq, (n_harm,) + (1,) * (self.a.ndim - 1))
-        return freq, jnp.sin(freq * t), jnp.cos(freq * t)
+        return freq, *sincos(freq * t)
 
     def position(self, t: ScalarLike) -> Float[Array, "*dof"]:
         """``q(t)``, units of the signal."""

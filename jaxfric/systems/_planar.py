@@ -7,6 +7,7 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from .._check import as_float, check_range
+from .._math import cos, sin, sincos
 from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem
 from ._lumped import _check_scalars
@@ -62,7 +63,7 @@ class TwoLinkArm(AbstractSystem):
             check_range(name, getattr(self, name), lower=0.0)
 
     def mass_matrix(self, q: Vector) -> Matrix:
-        c2 = jnp.cos(q[1])
+        c2 = cos(q[1])
         m22 = self.m2 * self.lc2**2 + self.I2
         m12 = m22 + self.m2 * self.l1 * self.lc2 * c2
         m11 = (
@@ -74,9 +75,9 @@ class TwoLinkArm(AbstractSystem):
         return jnp.stack([jnp.stack([m11, m12]), jnp.stack([m12, m22])])
 
     def bias_force(self, q: Vector, qd: Vector) -> Vector:
-        k = self.m2 * self.l1 * self.lc2 * jnp.sin(q[1])
-        g12 = self.m2 * self.lc2 * self.gravity * jnp.cos(q[0] + q[1])
-        g1 = (self.m1 * self.lc1 + self.m2 * self.l1) * self.gravity * jnp.cos(q[0])
+        k = self.m2 * self.l1 * self.lc2 * sin(q[1])
+        g12 = self.m2 * self.lc2 * self.gravity * cos(q[0] + q[1])
+        g1 = (self.m1 * self.lc1 + self.m2 * self.l1) * self.gravity * cos(q[0])
         h1 = -k * (2 * qd[0] * qd[1] + qd[1] ** 2) + g1 + g12
         h2 = k * qd[0] ** 2 + g12
         return jnp.stack([h1, h2]) + self.damping * qd
@@ -89,6 +90,7 @@ class TwoLinkArm(AbstractSystem):
 
     def positions(self, q: Vector) -> Float[Array, "2 2"]:
         """Planar positions (m) of the elbow (row 0) and the tip (row 1)."""
-        elbow = self.l1 * jnp.stack([jnp.cos(q[0]), jnp.sin(q[0])])
-        a = q[0] + q[1]
-        return jnp.stack([elbow, elbow + self.l2 * jnp.stack([jnp.cos(a), jnp.sin(a)])])
+        s1, c1 = sincos(q[0])
+        s12, c12 = sincos(q[0] + q[1])
+        elbow = self.l1 * jnp.stack([c1, s1])
+        return jnp.stack([elbow, elbow + self.l2 * jnp.stack([c12, s12])])

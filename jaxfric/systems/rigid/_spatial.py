@@ -16,10 +16,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..._math import sincos
+
 
 def _xp(*arrays):
     """NumPy for NumPy inputs, `jax.numpy` as soon as one input is a JAX array."""
     return jnp if any(isinstance(a, jax.Array) for a in arrays) else np
+
+
+def _sincos(xp, angle):
+    """``(sin, cos)`` of `angle` with `xp`'s functions; `jaxfric._math.sincos`
+    (vectorised float64) for `jax.numpy`."""
+    return sincos(angle) if xp is jnp else (np.sin(angle), np.cos(angle))
 
 
 # Products are written as broadcast multiplies and sums rather than `dot`s:
@@ -67,8 +75,7 @@ def rpy_matrix(rpy):
     """
     xp = _xp(rpy)
     rpy = xp.asarray(rpy, dtype=float)
-    cr, cp, cy = (xp.cos(rpy[..., k]) for k in range(3))
-    sr, sp, sy = (xp.sin(rpy[..., k]) for k in range(3))
+    (sr, sp, sy), (cr, cp, cy) = _sincos(xp, xp.moveaxis(rpy, -1, 0))
     rows = [
         [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
         [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
@@ -82,8 +89,8 @@ def axis_rotation(axis, angle):
     `axis` ``(..., 3)``, `angle` ``(...)`` -> ``(..., 3, 3)``."""
     xp = _xp(axis, angle)
     k = skew(xp.asarray(axis, dtype=float))
-    s = xp.sin(angle)[..., None, None]
-    c = xp.cos(angle)[..., None, None]
+    s, c = _sincos(xp, angle)
+    s, c = s[..., None, None], c[..., None, None]
     return xp.broadcast_to(xp.eye(3), k.shape) + s * k + (1.0 - c) * matmul(k, k)
 
 
