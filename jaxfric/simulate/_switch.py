@@ -49,6 +49,7 @@ from ._stick import (
     masked_solve,
     stick_margin,
 )
+from ._unrolled import for_backend
 
 #: Default relative tolerance of the step-size controller (double precision;
 #: ``100·eps`` in lower precision).
@@ -509,7 +510,7 @@ def simulate_switch(
             save_ts = (diffrax.SubSaveAt(ts=seg_ts),)
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(_vector_field),
-            solver,
+            for_backend(solver, adjoint),
             t_start,
             t_stop,
             options.dt0,

@@ -1,0 +1,128 @@
+"""`UnrolledERK`: diffrax's explicit Runge–Kutta methods with the stages written
+out give diffrax's steps (values, error estimates, dense output, derivatives),
+under `vmap` too."""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxfric.simulate._unrolled import UnrolledERK, for_backend
+
+
+def _vector_field(t, y, args):
+    # A forced Duffing oscillator: nonlinear, time-dependent, a pytree state.
+    q, qd = y
+    return qd, args[0] * jnp.sin(args[1] * t) - q - 0.3 * q**3 - 0.1 * qd
+
+
+_Y0 = (jnp.array([0.5]), jnp.array([0.0]))
+_ARGS = jnp.array([1.3, 2.1])
+_SOLVERS = [diffrax.Tsit5(), diffrax.Dopri5(), diffrax.Dopri8(), diffrax.Bosh3()]
+_SOLVERS += [diffrax.Heun()]  # not first-same-as-last
+
+
+def _solve(solver, args, controller, ts=None):
+    return diffrax.diffeqsolve(
+        diffrax.ODETerm(_vector_field),
+        solver,
+        0.0,
+        5.0,
+        0.05,
+        _Y0,
+        args=args,
+        saveat=diffrax.SaveAt(t1=True) if ts is None else diffrax.SaveAt(ts=ts),
+        stepsize_controller=controller,
+        max_steps=100_000,
+    )
+
+
+@pytest.mark.parametrize("solver", _SOLVERS, ids=lambda s: type(s).__name__)
+def test_unrolled_step_matches_diffrax(solver):
+    term = diffrax.ODETerm(_vector_field)
+    steps = []
+    for s in (solver, UnrolledERK(solver)):
+        state = s.init(term, 0.3, 0.5, _Y0, _ARGS)
+        # Two steps: the second reuses the first's last stage (FSAL).
+        y1, _, _, state, _ = s.step(term, 0.3, 0.5, _Y0, _ARGS, state, False)
+        y2, err, dense, _, result = s.step(term, 0.5, 0.7, y1, _ARGS, state, False)
+        assert result == diffrax.RESULTS.successful
+        mid = s.interpolation_cls(t0=0.5, t1=0.7, **dense).evaluate(0.63)
+        steps.append((y2, err, mid))
+    (y_ref, err_ref, mid_ref), (y_out, err_out, mid_out) = steps
+    for a, b in zip(y_out + mid_out, y_ref + mid_ref, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-14, atol=1e-15)
+    # The error estimate is a difference of O(1) sums: equal to their rounding.
+    for a, b in zip(err_out, err_ref, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "solver", [diffrax.Tsit5(), diffrax.Dopri8()], ids=lambda s: type(s).__name__
+)
+def test_unrolled_solve_matches_diffrax(solver):
+    ts = jnp.linspace(0.05, 4.95, 7)  # between steps: the dense output
+    fixed = diffrax.ConstantStepSize()
+    ref = _solve(solver, _ARGS, fixed, ts)
+    out = _solve(UnrolledERK(solver), _ARGS, fixed, ts)
+    for a, b in zip(out.ys, ref.ys, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-13)
+    # Adaptive: step sizes follow the error estimates, equal to rounding, so
+    # the solutions agree to the tolerance.
+    pid = diffrax.PIDController(rtol=1e-8, atol=1e-10)
+    ref = _solve(solver, _ARGS, pid, ts)
+    out = _solve(UnrolledERK(solver), _ARGS, pid, ts)
+    assert abs(int(out.stats["num_steps"]) - int(ref.stats["num_steps"])) <= 1
+    for a, b in zip(out.ys, ref.ys, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-7)
+
+
+def test_unrolled_gradient_and_vmap_match_diffrax():
+    def final(solver, args):
+        return _solve(solver, args, diffrax.ConstantStepSize()).ys[0][-1, 0]
+
+    unrolled = UnrolledERK(diffrax.Tsit5())
+    ref = jax.grad(lambda a: final(diffrax.Tsit5(), a))(_ARGS)
+    out = jax.grad(lambda a: final(unrolled, a))(_ARGS)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-11)
+    batch = jnp.stack([_ARGS, _ARGS * 1.1, _ARGS * 0.7])
+    reference = jax.jit(lambda a: final(diffrax.Tsit5(), a))
+    looped = [reference(a) for a in batch]
+    vmapped = jax.vmap(lambda a: final(unrolled, a))(batch)
+    np.testing.assert_allclose(np.asarray(vmapped), np.asarray(looped), atol=1e-13)
+
+
+def test_for_backend_wraps_explicit_rk_on_cpu_only():
+    assert jax.default_backend() == "cpu"
+    reverse = diffrax.RecursiveCheckpointAdjoint()
+    for solver in (diffrax.Tsit5(), diffrax.Dopri8()):
+        wrapped = for_backend(solver, reverse)
+        assert isinstance(wrapped, UnrolledERK) and wrapped.solver.scan_kind is None
+    # The stage loop of the derivative follows the adjoint, as in diffrax.
+    assert for_backend(diffrax.Tsit5(), diffrax.ForwardMode()).solver.scan_kind == "lax"
+    direct = for_backend(diffrax.Tsit5(), diffrax.DirectAdjoint())
+    assert direct.solver.scan_kind == "bounded"
+    for solver in (diffrax.Kvaerno5(), diffrax.Euler()):
+        assert for_backend(solver, reverse) is solver
+
+
+def test_unrolled_forward_mode_matches_reverse_mode():
+    def final(adjoint, args):
+        solver = for_backend(diffrax.Tsit5(), adjoint)
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(_vector_field),
+            solver,
+            0.0,
+            2.0,
+            0.05,
+            _Y0,
+            args=args,
+            stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
+            adjoint=adjoint,
+        )
+        return sol.ys[0][-1, 0]
+
+    rev = jax.grad(lambda a: final(diffrax.RecursiveCheckpointAdjoint(), a))(_ARGS)
+    fwd = jax.jacfwd(lambda a: final(diffrax.ForwardMode(), a))(_ARGS)
+    np.testing.assert_allclose(np.asarray(fwd), np.asarray(rev), rtol=1e-11)
