@@ -402,6 +402,7 @@ def simulate_switch(
         direction=False,
     )
     per_step, evals_at_start = _evals_per_step(solver)
+    stepper = for_backend(solver, adjoint)  # what the segments run
     max_events = options.max_events
     x0 = (
         jnp.zeros((0,), dtype=dtype)
@@ -510,7 +511,7 @@ def simulate_switch(
             save_ts = (diffrax.SubSaveAt(ts=seg_ts),)
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(_vector_field),
-            for_backend(solver, adjoint),
+            stepper,
             t_start,
             t_stop,
             options.dt0,
