@@ -31,6 +31,26 @@ def check_finite(name: str, value) -> None:
         raise ValueError(f"`{name}` must be finite, got {np.asarray(value)!r}.")
 
 
+def check_shape(name: str, value, shape: tuple[int, ...], why: str) -> None:
+    """Raise `ValueError` unless `value` has exactly `shape`.
+
+    Shapes are static under `jit`/`vmap`, so this works on tracers too and costs
+    nothing at run time. A wrong length must not be broadcast silently (a length-1
+    velocity on a 2-DoF robot would be).
+
+    Args:
+        name: the argument's name, e.g. ``"qd"``.
+        value: an array (or anything `jnp.shape` accepts).
+        shape: the required shape.
+        why: where the shape comes from, e.g. ``"a system with n_dof=2"``.
+    """
+    got = jnp.shape(value)
+    if got != shape:
+        raise ValueError(
+            f"`{name}` must have shape {shape} for {why}; got shape {got}."
+        )
+
+
 def check_range(
     name: str,
     value,

@@ -1,6 +1,8 @@
 """Lumped systems: M, h, J, J̇q̇ against hand-derived expressions, and the stick
 forces of Karnopp 1985 (Eq. 11, 15, 16, 18, 21) through the Delassus solve."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -160,3 +162,105 @@ def test_systems_differentiable_in_parameters():
 def test_two_mass_validation(cls, name, value, match):
     with pytest.raises(ValueError, match=match):
         cls(**{**_PARAMS, name: value})
+
+
+# Vectors of the wrong length: every system names the argument and both shapes.
+
+
+@pytest.fixture
+def without_jaxtyping():
+    """The suite runs jaxtyping's annotation checks (pyproject addopts), which
+    users do not: switched off, the calls behave as in user code (where JAX
+    would broadcast a length-1 vector silently)."""
+    import jaxtyping
+
+    before = jaxtyping.config.jaxtyping_disable
+    jaxtyping.config.update("jaxtyping_disable", True)
+    yield
+    jaxtyping.config.update("jaxtyping_disable", before)
+
+
+def _two_joint_tree():
+    return jf.systems.RigidBodyTree(
+        parents=[-1, 0],
+        joint_types=["revolute", "prismatic"],
+        axes=[[0, 0, 1], [1, 0, 0]],
+        origin_translation=[[0, 0, 0], [0.5, 0, 0]],
+        mass=[1.0, 0.5],
+        com=[[0.25, 0, 0], [0.1, 0, 0]],
+        inertia=[0.01 * np.eye(3), 0.002 * np.eye(3)],
+        friction_joints=[1],
+    )
+
+
+_SYSTEMS = {
+    "Oscillator": lambda: jf.systems.Oscillator(mass=1.0, stiffness=2.0),
+    "TwoMass": lambda: jf.systems.TwoMass(**_PARAMS),
+    "StackedBlocks": lambda: jf.systems.StackedBlocks(**_PARAMS),
+    "TwoLinkArm": lambda: jf.systems.TwoLinkArm(
+        m1=1.0, m2=0.8, l1=0.5, l2=0.4, lc1=0.25, lc2=0.2, I1=0.02, I2=0.01
+    ),
+    "RigidBodyTree": _two_joint_tree,
+}
+# Every public method of the interface, with the vectors it takes.
+_METHODS = {
+    "mass_matrix": ("q",),
+    "bias_force": ("q", "qd"),
+    "friction_jacobian": ("q",),
+    "friction_jacobian_dot_qd": ("q", "qd"),
+    "slip_velocity": ("q", "qd"),
+    "acceleration": ("q", "qd", "applied", "friction"),
+}
+# Methods of one system only.
+_EXTRA_METHODS = {
+    "TwoLinkArm": {"positions": ("q",)},
+    "RigidBodyTree": {
+        "inverse_dynamics": ("q", "qd", "qdd"),
+        "gravity_force": ("q",),
+        "joint_wrenches": ("q", "qd", "qdd"),
+        "forward_kinematics": ("q",),
+    },
+}
+
+
+def _wrong_shapes(n):
+    """A scalar, a length-1 vector (broadcasts against anything) where more are
+    needed, one entry too many, and a matrix."""
+    return [shape for shape in [(), (1,), (n + 1,), (n, 1)] if shape != (n,)]
+
+
+@pytest.mark.parametrize("system_name", sorted(_SYSTEMS))
+def test_wrong_vector_length_is_named(system_name, without_jaxtyping):
+    system = _SYSTEMS[system_name]()
+    n, m = system.n_dof, system.n_friction
+    good = dict(
+        q=jnp.full(n, 0.3),
+        qd=jnp.full(n, -0.2),
+        qdd=jnp.full(n, 0.1),
+        applied=jnp.full(n, 0.5),
+        friction=jnp.full(m, 0.1),
+    )
+    methods = {**_METHODS, **_EXTRA_METHODS.get(system_name, {})}
+    for method, names in methods.items():
+        # The right shapes pass (traced only: nothing to compile).
+        jax.eval_shape(getattr(system, method), **{k: good[k] for k in names})
+        for name in names:
+            size = m if name == "friction" else n
+            for shape in _wrong_shapes(size):
+                args = {k: good[k] for k in names} | {name: jnp.ones(shape)}
+                expected = (
+                    rf"`{name}` must have shape \({size},\) for {system_name} "
+                    rf"with n_\w+={size}; got shape {re.escape(str(shape))}"
+                )
+                with pytest.raises(ValueError, match=expected):
+                    getattr(system, method)(**args)
+
+
+def test_wrong_vector_length_is_named_under_jit(without_jaxtyping):
+    """Shapes are static, so the check also runs when traced (a length-1 `qd`
+    on a 2-DoF robot, the case that broadcast silently)."""
+    system = _two_joint_tree()
+    with pytest.raises(ValueError, match=r"`qd` must have shape \(2,\)"):
+        jax.jit(lambda q, qd: system.bias_force(q, qd))(jnp.zeros(2), jnp.ones(1))
+    with pytest.raises(ValueError, match=r"`q` must have shape \(2,\)"):
+        jax.vmap(system.mass_matrix)(jnp.zeros((3, 1)))

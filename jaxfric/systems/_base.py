@@ -14,12 +14,14 @@ import equinox as eqx
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
+from .._check import check_shape
 from .._types import Jacobian, Matrix, SlipVector, Vector
 
 
 class AbstractSystem(eqx.Module):
     """Abstract mechanical system. Final subclasses implement the four methods and
-    the two sizes; all numbers inside are differentiable parameters.
+    the two sizes; all numbers inside are differentiable parameters. Each method
+    checks its arguments' shapes with `check_vectors` first.
     """
 
     n_dof: eqx.AbstractVar[int]
@@ -43,14 +45,35 @@ class AbstractSystem(eqx.Module):
         """``J̇(q, q̇) q̇``, the velocity-product term of the slip acceleration
         ``ṡ = J q̈ + J̇ q̇``; zero for constant ``J``."""
 
+    def check_vectors(
+        self, *, q=None, qd=None, qdd=None, applied=None, friction=None
+    ) -> None:
+        """Raise `ValueError` naming the argument unless each given vector has
+        its shape: ``(n_dof,)`` for the coordinates `q`, velocities `qd`,
+        accelerations `qdd` and applied forces `applied`; ``(n_friction,)`` for
+        the friction forces `friction`. Shapes are static, so this is a
+        trace-time check (free under `jit`); every method calls it first, since
+        JAX would broadcast a vector of length 1 silently.
+        """
+        dof = f"{type(self).__name__} with n_dof={self.n_dof}"
+        for name, value in (("q", q), ("qd", qd), ("qdd", qdd), ("applied", applied)):
+            if value is not None:
+                check_shape(name, value, (self.n_dof,), dof)
+        if friction is not None:
+            m = self.n_friction
+            why = f"{type(self).__name__} with n_friction={m}"
+            check_shape("friction", friction, (m,), why)
+
     def slip_velocity(self, q: Vector, qd: Vector) -> SlipVector:
         """Slip velocities ``s = J(q) q̇``, m/s or rad/s."""
+        self.check_vectors(q=q, qd=qd)
         return self.friction_jacobian(q) @ qd
 
     def acceleration(
         self, q: Vector, qd: Vector, applied: Vector, friction: SlipVector
     ) -> Vector:
         """Forward dynamics ``q̈ = M⁻¹(τ − h − Jᵀ f)`` by a Cholesky solve."""
+        self.check_vectors(q=q, qd=qd, applied=applied, friction=friction)
         rhs = applied - self.bias_force(q, qd) - self.friction_jacobian(q).T @ friction
         return _spd_solve(self.mass_matrix(q), rhs)
 

@@ -43,15 +43,19 @@ class Oscillator(AbstractSystem):
         _check_scalars(self, ("mass", "stiffness", "damping"))
 
     def mass_matrix(self, q: Vector) -> Matrix:
+        self.check_vectors(q=q)
         return jnp.reshape(self.mass, (1, 1)) + 0.0 * q[:, None]
 
     def bias_force(self, q: Vector, qd: Vector) -> Vector:
+        self.check_vectors(q=q, qd=qd)
         return self.stiffness * q + self.damping * qd
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
+        self.check_vectors(q=q)
         return jnp.ones((1, 1), dtype=q.dtype)
 
     def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
+        self.check_vectors(q=q, qd=qd)
         return jnp.zeros((1,), dtype=q.dtype)
 
 
@@ -80,9 +84,11 @@ class _AbstractTwoBody(AbstractSystem):
             check_range(name, getattr(self, name), lower=0.0)
 
     def mass_matrix(self, q: Vector) -> Matrix:
+        self.check_vectors(q=q)
         return jnp.diag(jnp.stack([self.m1, self.m2])).astype(q.dtype)
 
     def bias_force(self, q: Vector, qd: Vector) -> Vector:
+        self.check_vectors(q=q, qd=qd)
         coupling = self.k12 * (q[0] - q[1]) + self.c12 * (qd[0] - qd[1])
         return jnp.stack(
             [
@@ -92,6 +98,7 @@ class _AbstractTwoBody(AbstractSystem):
         )
 
     def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
+        self.check_vectors(q=q, qd=qd)
         return jnp.zeros((self.n_friction,), dtype=q.dtype)
 
 
@@ -128,6 +135,7 @@ class TwoMass(_AbstractTwoBody):
     n_friction: ClassVar[int] = 1
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
+        self.check_vectors(q=q)
         return jnp.array([[1.0, -1.0]], dtype=q.dtype)
 
 
@@ -170,4 +178,5 @@ class StackedBlocks(_AbstractTwoBody):
     n_friction: ClassVar[int] = 2
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
+        self.check_vectors(q=q)
         return jnp.array([[1.0, -1.0], [0.0, 1.0]], dtype=q.dtype)

@@ -63,6 +63,7 @@ class TwoLinkArm(AbstractSystem):
             check_range(name, getattr(self, name), lower=0.0)
 
     def mass_matrix(self, q: Vector) -> Matrix:
+        self.check_vectors(q=q)
         c2 = cos(q[1])
         m22 = self.m2 * self.lc2**2 + self.I2
         m12 = m22 + self.m2 * self.l1 * self.lc2 * c2
@@ -75,6 +76,7 @@ class TwoLinkArm(AbstractSystem):
         return jnp.stack([jnp.stack([m11, m12]), jnp.stack([m12, m22])])
 
     def bias_force(self, q: Vector, qd: Vector) -> Vector:
+        self.check_vectors(q=q, qd=qd)
         k = self.m2 * self.l1 * self.lc2 * sin(q[1])
         g12 = self.m2 * self.lc2 * self.gravity * cos(q[0] + q[1])
         g1 = (self.m1 * self.lc1 + self.m2 * self.l1) * self.gravity * cos(q[0])
@@ -83,13 +85,16 @@ class TwoLinkArm(AbstractSystem):
         return jnp.stack([h1, h2]) + self.damping * qd
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
+        self.check_vectors(q=q)
         return jnp.eye(2, dtype=q.dtype)
 
     def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
+        self.check_vectors(q=q, qd=qd)
         return jnp.zeros((2,), dtype=q.dtype)
 
     def positions(self, q: Vector) -> Float[Array, "2 2"]:
         """Planar positions (m) of the elbow (row 0) and the tip (row 1)."""
+        self.check_vectors(q=q)
         s1, c1 = sincos(q[0])
         s12, c12 = sincos(q[0] + q[1])
         elbow = self.l1 * jnp.stack([c1, s1])

@@ -199,25 +199,31 @@ class RigidBodyTree(AbstractSystem):
         return self.model.joint_names
 
     def mass_matrix(self, q: Vector) -> Matrix:
+        self.check_vectors(q=q)
         return _mass_matrix(self, q)
 
     def bias_force(self, q: Vector, qd: Vector) -> Vector:
+        self.check_vectors(q=q, qd=qd)
         return _bias_force(self, q, qd)
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
+        self.check_vectors(q=q)
         rows = np.eye(self.n_dof)[list(self.friction_joints)]
         return jnp.asarray(rows, dtype=q.dtype)
 
     def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
+        self.check_vectors(q=q, qd=qd)
         return jnp.zeros((self.n_friction,), dtype=q.dtype)
 
     def inverse_dynamics(self, q: Vector, qd: Vector, qdd: Vector) -> Vector:
         """Joint forces producing ``q̈`` without friction:
         ``M(q) q̈ + C q̇ + g + D q̇`` (armature included), N·m or N."""
+        self.check_vectors(q=q, qd=qd, qdd=qdd)
         return _inverse_dynamics(self, q, qd, qdd)
 
     def gravity_force(self, q: Vector) -> Vector:
         """Generalised gravity forces ``g(q)``, N·m or N."""
+        self.check_vectors(q=q)
         return _dynamics.gravity_force(self.model, q)
 
     def joint_wrenches(
@@ -225,18 +231,21 @@ class RigidBodyTree(AbstractSystem):
     ) -> Float[Array, "dof 6"]:
         """Reaction wrench at every joint, see
         `jaxfric.systems.rigid.joint_wrenches` (moment first, body frame)."""
+        self.check_vectors(q=q, qd=qd, qdd=qdd)
         return _dynamics.joint_wrenches(self.model, q, qd, qdd)
 
     def forward_kinematics(
         self, q: Vector
     ) -> tuple[Float[Array, "dof 3 3"], Float[Array, "dof 3"]]:
         """World rotation and position of every body (joint frame)."""
+        self.check_vectors(q=q)
         return _kinematics.forward_kinematics(self.model, q)
 
     def link_pose(
         self, q: Vector, link: str
     ) -> tuple[Float[Array, "3 3"], Float[Array, "3"]]:
         """World rotation and position (m) of the named link's frame."""
+        self.check_vectors(q=q)
         if link not in self.model.link_names:
             raise ValueError(
                 f"no link named {link!r}; links are {self.model.link_names}."
