@@ -103,18 +103,21 @@ def check_jump_times(force, jump_ts):
     return jump_ts
 
 
-def step_controller(rtol, atol, dtmax, jump_ts):
+def step_controller(rtol, atol, dtmax, jump_ts, norm=None):
     """The adaptive step-size controller of the switch and smooth paths.
 
     A PID controller on (``rtol``, ``atol``), steps at most ``dtmax``, clipped
     to step exactly onto the force's jump times (`check_jump_times`). The jump
     times are not differentiated: where a step lands is a numerical choice,
-    not part of the solution.
+    not part of the solution. `norm` is the error norm (default diffrax's RMS
+    norm over the whole state).
     """
     import diffrax
     import jax
+    import optimistix as optx
 
-    controller = diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dtmax)
+    norm = optx.rms_norm if norm is None else norm
+    controller = diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dtmax, norm=norm)
     if jump_ts is None:
         return controller
     return diffrax.ClipStepSizeController(

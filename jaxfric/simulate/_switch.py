@@ -40,6 +40,7 @@ from ..forces._base import AbstractForce
 from ..friction._base import AbstractSetValuedLaw
 from ..systems._base import AbstractSystem
 from ._common import step_controller
+from ._dip import DipGuard, after_dip, marker_free_norm, no_dip
 from ._solution import RESULTS, Solution
 from ._stick import (
     STICK,
@@ -178,19 +179,19 @@ def _force_rate(force, t, q, qd, x):
 
 
 def _vector_field(t, y, seg: _Segment):
-    q, qd, x = y
+    q, qd, x, marker = y
     net = _net_force(seg.system, seg.force, t, q, qd, x)
     _, acc = friction_and_acceleration(seg.system, seg.law, q, qd, net, seg.modes)
     # Exact zeros keep a stuck joint's position constant to the last bit.
     dq = jnp.where(seg.hold, 0.0, qd)
     dqd = jnp.where(seg.hold, 0.0, acc)
-    return dq, dqd, _force_rate(seg.force, t, q, qd, x)
+    return dq, dqd, _force_rate(seg.force, t, q, qd, x), jnp.zeros_like(marker)
 
 
 def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
     """Per element, a quantity positive inside the segment that reaches zero at
     the element's event: ``mode·s`` when slipping, the stick margin when stuck."""
-    q, qd, x = y
+    q, qd, x, _ = y
     net = _net_force(seg.system, seg.force, t, q, qd, x)
     friction, _ = friction_and_acceleration(seg.system, seg.law, q, qd, net, seg.modes)
     slip = seg.system.slip_velocity(q, qd)
@@ -199,22 +200,33 @@ def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
     )
 
 
+def _divided_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
+    """``g_k(t) / (t − t_start)`` per element (`_element_conditions`); ``+inf``
+    at ``t_start``.
+
+    The same zeros as ``g_k`` after the start, but an element that starts the
+    segment at zero (just released: ``s = 0``; just stuck on a grazing contact:
+    margin ``≈ 0``) starts at the sign of its rate ``ġ_k`` instead of at zero,
+    so it neither fires at once nor hides the down-crossing of another element
+    in the first step.
+    """
+    g = _element_conditions(t, y, seg)
+    elapsed = t - seg.t_start
+    started = elapsed > 0
+    return jnp.where(started, g / jnp.where(started, elapsed, 1.0), jnp.inf)
+
+
 def _event_condition(t, y, args: _Segment, **kwargs):
     """One real condition for all elements, crossing zero downwards at the first
-    element event.
-
-    It is ``min_k g_k(t) / (t − t_start)``: the same zeros as ``min_k g_k`` after
-    the start, but an element that starts the segment at zero (just released:
-    ``s = 0``; just stuck on a grazing contact: margin ``≈ 0``) starts at the
-    sign of its rate ``ġ_k`` instead of at zero, so it neither fires at once nor
-    hides the down-crossing of another element in the first step. At
+    element event: ``min_k`` of `_divided_conditions`, and from a dip found
+    inside the step by `DipGuard` on, no more than the dip's value. At
     ``t_start`` itself the condition is ``+1``.
     """
     del kwargs
-    g = jnp.min(_element_conditions(t, y, args))
-    elapsed = t - args.t_start
-    started = elapsed > 0
-    return jnp.where(started, g / jnp.where(started, elapsed, 1.0), 1.0)
+    g = jnp.min(_divided_conditions(t, y, args))
+    past, g_dip = after_dip(t, y[-1])
+    g = jnp.where(past, jnp.minimum(g, g_dip), g)
+    return jnp.where(t > args.t_start, g, 1.0)
 
 
 def _project_velocity(
@@ -393,7 +405,10 @@ def simulate_switch(
     rtol = max(DEFAULT_RTOL, 100 * eps) if options.rtol is None else options.rtol
     atol = max(DEFAULT_ATOL, eps) if options.atol is None else options.atol
     dtmax = (t1 - t0) / DTMAX_DIVISIONS if options.dtmax is None else options.dtmax
-    controller = step_controller(rtol, atol, dtmax, options.jump_ts)
+    # The dip marker (`DipGuard`) is no part of the error.
+    controller = step_controller(
+        rtol, atol, dtmax, options.jump_ts, norm=marker_free_norm(optx.rms_norm)
+    )
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
     time_tol = max(_EVENT_TIME_TOL, 32 * eps)
     event = diffrax.Event(
@@ -402,7 +417,8 @@ def simulate_switch(
         direction=False,
     )
     per_step, evals_at_start = _evals_per_step(solver)
-    stepper = for_backend(solver, adjoint)  # what the segments run
+    # What the segments run: events inside a step are found by `DipGuard`.
+    stepper = DipGuard(for_backend(solver, adjoint), _divided_conditions)
     max_events = options.max_events
     x0 = (
         jnp.zeros((0,), dtype=dtype)
@@ -489,10 +505,9 @@ def simulate_switch(
         t_start = jnp.where(c.done, t1, c.t)
         t_fixed = jax.lax.stop_gradient(t_start)
         seg = _Segment(system, law, force, c.modes, c.hold, t_fixed)
-        rate = _vector_field(t_start, (c.q, c.qd, c.x), seg)
-        y_start = jax.tree.map(
-            lambda y, dy: y - dy * (t_start - t_fixed), (c.q, c.qd, c.x), rate
-        )
+        y_c = (c.q, c.qd, c.x, no_dip(dtype))
+        rate = _vector_field(t_start, y_c, seg)
+        y_start = jax.tree.map(lambda y, dy: y - dy * (t_start - t_fixed), y_c, rate)
         t_start = t_fixed
         # The segment ends at the next stop (or an event) and saves the times
         # of `ts` from `t_start` on, `chunk` of them at most (see `stops`).
@@ -526,7 +541,7 @@ def simulate_switch(
         )
         at_end, *at_seg_ts = sol.ys
         t_e = sol.ts[0][-1]
-        q_e, qd_e, x_e = (y[-1] for y in at_end)
+        q_e, qd_e, x_e = (y[-1] for y in at_end[:3])
         event_hit = sol.result == diffrax.RESULTS.event_occurred
         reached = sol.result == diffrax.RESULTS.successful
         # Save the times this segment spanned (with a stop at every save time:
@@ -541,7 +556,7 @@ def simulate_switch(
         else:
             spanned = (index >= first) & (index < first + chunk) & (ts < t_e)
             back = jnp.clip(index - first, 0, chunk - 1)
-            inside = tuple(y[back] for y in at_seg_ts[0])
+            inside = tuple(y[back] for y in at_seg_ts[0][:3])
         take = (spanned | at_t1) & ~c.done
         s_q, s_qd, s_x = (
             jnp.where(at_t1[:, None], end[None, :], y)
