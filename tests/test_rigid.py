@@ -270,6 +270,10 @@ def test_build_model_is_differentiable():
     np.testing.assert_allclose(grad, 0.3**2, rtol=1e-12)
 
 
+# A rotation about a skew axis, to give inertias off-diagonal entries.
+_ROTATION = np.asarray(rigid.rpy_matrix(np.array([0.4, -0.7, 1.1])))
+
+
 def _one_link(**overrides):
     kwargs = dict(
         parents=[-1],
@@ -293,6 +297,17 @@ def _one_link(**overrides):
         (dict(mass=[-1.0]), "mass of link 'link0'"),
         (dict(inertia=[np.diag([-0.1, 0.1, 0.1])]), "inertia of link 'link0' is not"),
         (dict(inertia=[[[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]]), "must be symmetric"),
+        # Principal moments (0.01, 0.01, 0.03): 0.03 > 0.01 + 0.01.
+        (
+            dict(inertia=[np.diag([0.01, 0.01, 0.03])]),
+            r"inertia of link 'link0' is not physical: its principal moments "
+            r".*0\.03.* break the triangle inequality",
+        ),
+        # The same moments in rotated axes: the check is on principal moments.
+        (
+            dict(inertia=[_ROTATION @ np.diag([0.03, 0.01, 0.01]) @ _ROTATION.T]),
+            "break the triangle inequality",
+        ),
         (dict(mass=[0.0], inertia=[np.zeros((3, 3))]), "joint 'joint0': the bodies"),
         (dict(damping=-0.1), "`damping` must lie in"),
         (dict(armature=[1.0, 2.0]), "`armature` must be a scalar or have one"),
@@ -306,6 +321,20 @@ def _one_link(**overrides):
 def test_tree_validation(overrides, match):
     with pytest.raises(ValueError, match=match):
         _one_link(**overrides)
+
+
+def test_flat_plate_inertia_is_accepted():
+    """A thin uniform plate (sides a, b, mass m) has ``Ixx = m b²/12``,
+    ``Iyy = m a²/12`` and ``Izz = Ixx + Iyy``: the triangle inequality's edge,
+    accepted exactly and as a file prints it (6 significant digits, rotated)."""
+    m, a, b = 0.7, 0.3, 0.1
+    plate = np.diag([m * b**2 / 12, m * a**2 / 12, m * (a**2 + b**2) / 12])
+    printed = np.array([[float(f"{x:.6g}") for x in row] for row in plate])
+    for inertia in (plate, _ROTATION @ printed @ _ROTATION.T):
+        system = _one_link(mass=[m], inertia=[inertia])
+        np.testing.assert_allclose(
+            system.model.inertia[0], inertia + m * np.diag([0, 0.25, 0.25])
+        )
 
 
 def test_massless_link_with_armature_is_accepted():

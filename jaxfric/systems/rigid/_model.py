@@ -131,9 +131,11 @@ def _static_axes(axes, n: int, joint_names) -> tuple[tuple[float, float, float],
 
 
 def _check_inertia(name: str, mass, inertia) -> None:
-    """Masses ``>= 0``; inertias symmetric with eigenvalues ``>= 0`` (the triangle
-    inequality of principal moments is not enforced: many robot files break it
-    slightly, and it does not affect the mass matrix's definiteness)."""
+    """Masses ``>= 0``; inertias finite and symmetric, with principal moments
+    ``>= 0`` that satisfy the triangle inequality ``I_k <= I_i + I_j`` (the
+    moments of a body with a non-negative density, as MuJoCo's compiler
+    requires; Pinocchio loads such files without a check). Traced values pass
+    unchecked."""
     if not (is_concrete(mass) and is_concrete(inertia)):
         return
     check_range(f"mass of {name}", mass, lower=0.0)
@@ -143,11 +145,19 @@ def _check_inertia(name: str, mass, inertia) -> None:
     if np.max(np.abs(inertia - inertia.T)) > 1e-12 * scale:
         raise ValueError(f"inertia of {name} must be symmetric; got {inertia!r}.")
     eig = np.sort(np.linalg.eigvalsh(inertia))
+    # Round-off of the eigen-solve, and inertias printed to 6 significant
+    # digits in files (a flat plate has I_3 = I_1 + I_2 exactly).
     tol = 1e-9 * scale
     if eig[0] < -tol:
         raise ValueError(
             f"inertia of {name} is not physical (principal moments {eig!r} must be "
             ">= 0)."
+        )
+    if eig[2] > eig[0] + eig[1] + tol + 1e-6 * eig[2]:
+        raise ValueError(
+            f"inertia of {name} is not physical: its principal moments {eig!r} "
+            "break the triangle inequality (the largest must be <= the sum of the "
+            f"other two, {eig[0] + eig[1]!r}); no mass distribution has them."
         )
 
 
