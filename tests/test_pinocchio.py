@@ -1,7 +1,8 @@
 """Rigid-body dynamics against Pinocchio (the C++ reference implementation of
-Featherstone's algorithms) on robots from `example-robot-data` and a small
-branched test robot: mass matrix, inverse dynamics, forward dynamics, gravity,
-joint reaction wrenches and link placements at random states."""
+Featherstone's algorithms) on robots from `example-robot-data` (the xArm7's
+end-effector link has no ``<inertial>``) and a small branched test robot: mass
+matrix, inverse dynamics, forward dynamics, gravity, joint reaction wrenches and
+link placements at random states."""
 
 import pathlib
 import sys
@@ -32,6 +33,8 @@ _DATA = pathlib.Path(__file__).parent / "data"
 _ROBOTS = {
     "ur5": example_robot_urdf("ur_description/urdf/ur5_robot.urdf"),
     "panda": example_robot_urdf("panda_description/urdf/panda.urdf"),
+    # Its end-effector link has no <inertial>: massless, as Pinocchio reads it.
+    "xarm7": example_robot_urdf("xarm_description/urdf/xarm7.urdf"),
     "branched": str(_DATA / "branched.urdf"),
 }
 

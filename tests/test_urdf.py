@@ -215,6 +215,12 @@ def _replace(old: str, new: str) -> str:
             _replace('ixx="0.001" ixy="0"', 'ixx="-0.1" ixy="0"'),
             "inertia of link 'lower' is not physical",
         ),
+        # Principal moments (0.001, 0.001, 0.0025): 0.0025 > 0.001 + 0.001.
+        (
+            _replace('izz="0.0005"', 'izz="0.0025"'),
+            r"inertia of link 'lower' is not physical: its principal moments "
+            r".*0\.0025.* break the triangle inequality",
+        ),
     ],
 )
 def test_malformed_urdf_raises(text, match):
@@ -232,17 +238,83 @@ _NO_INERTIAL = _replace(
 )
 
 
-def test_missing_inertial():
-    with pytest.raises(ValueError, match="link 'lower' has no <inertial>"):
-        parse_urdf_string(_NO_INERTIAL)
-    # Allowed as massless, but then the slide moves nothing: named.
-    robot = parse_urdf_string(_NO_INERTIAL, allow_missing_inertia=True)
+def test_missing_inertial_is_massless():
+    """URDF specification: ``<inertial>`` is optional, zero mass and inertia
+    by default (Pinocchio and MuJoCo read it so)."""
+    robot = parse_urdf_string(_NO_INERTIAL)
     assert robot.mass[1] == 0.0
+    np.testing.assert_array_equal(robot.com[1], np.zeros(3))
+    np.testing.assert_array_equal(robot.inertia[1], np.zeros((3, 3)))
+    # The slide then moves nothing: the mass matrix would be singular, named.
     with pytest.raises(ValueError, match="joint 'slide': the bodies it moves"):
         build_urdf(robot)
     # With a rotor inertia the joint is fine.
     system, _ = build_urdf(robot, armature=0.1)
     assert system.n_dof == 2
+
+
+def _chain(inertial_l3: str) -> str:
+    """j1 (about z) -> l1 (1 kg) -> j2 (about y) -> l2 (no <inertial>) -> j3
+    (about x) -> l3 -> fixed -> tool (no <inertial>)."""
+    return f"""
+<robot name="chain">
+  <link name="base"/>
+  <joint name="j1" type="revolute">
+    <parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+  </joint>
+  <link name="l1">
+    <inertial>
+      <origin xyz="0.1 0 0"/><mass value="1"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>
+    </inertial>
+  </link>
+  <joint name="j2" type="revolute">
+    <parent link="l1"/><child link="l2"/><origin xyz="0.2 0 0"/><axis xyz="0 1 0"/>
+  </joint>
+  <link name="l2"/>
+  <joint name="j3" type="revolute">
+    <parent link="l2"/><child link="l3"/><origin xyz="0.2 0 0"/><axis xyz="1 0 0"/>
+  </joint>
+  <link name="l3">{inertial_l3}</link>
+  <joint name="tool_mount" type="fixed">
+    <parent link="l3"/><child link="tool"/><origin xyz="0.1 0 0"/>
+  </joint>
+  <link name="tool"/>
+</robot>
+"""
+
+
+def test_massless_chain_names_the_first_joint_moving_nothing():
+    """Every link past j2 is massless: j2's whole subtree has no inertia, so is
+    j3's; the first of them in the tree is named."""
+    robot = parse_urdf_string(_chain(""))
+    np.testing.assert_array_equal(robot.mass, [1.0, 0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="joint 'j2': the bodies it moves"):
+        build_urdf(robot)
+
+
+def test_massless_link_inside_a_chain_is_accepted():
+    """A massless link between two massive ones is fine: every joint moves some
+    inertia. Its tree equals the one typed in by hand with a zero-mass link."""
+    inertial = """<inertial><origin xyz="0.05 0 0"/><mass value="0.5"/>
+      <inertia ixx="0.002" ixy="0" ixz="0" iyy="0.003" iyz="0" izz="0.004"/>
+    </inertial>"""
+    system, _ = build_urdf(parse_urdf_string(_chain(inertial)))
+    assert system.joint_names == ("j1", "j2", "j3")
+    eye = np.eye(3)
+    hand = RigidBodyTree(
+        parents=[-1, 0, 1],
+        joint_types=["revolute"] * 3,
+        axes=[[0, 0, 1], [0, 1, 0], [1, 0, 0]],
+        origin_translation=[[0, 0, 0], [0.2, 0, 0], [0.2, 0, 0]],
+        mass=[1.0, 0.0, 0.5],
+        com=[[0.1, 0, 0], [0, 0, 0], [0.05, 0, 0]],
+        inertia=[0.01 * eye, 0.0 * eye, np.diag([0.002, 0.003, 0.004])],
+    )
+    for name in ("mass", "first_moment", "inertia", "origin_translation"):
+        np.testing.assert_allclose(
+            getattr(system.model, name), getattr(hand.model, name), atol=_TOLERANCE
+        )
 
 
 def test_cycle_is_refused():

@@ -1,10 +1,12 @@
 """URDF import: a fixed-base robot as a `RigidBodyTree` plus its joint friction.
 
 Parsed with the standard-library XML parser. Read: links (``<inertial>``: mass,
-origin xyz/rpy, inertia), joints (type, parent, child, origin, axis,
-``<limit>``, ``<dynamics damping friction>``). Ignored: ``<visual>``,
-``<collision>`` (meshes), ``<gazebo>``, ``<transmission>``, and ``<mimic>``
-(mimic joints become independent joints, as in Pinocchio's default loader).
+origin xyz/rpy, inertia; a link without ``<inertial>`` is massless, as the URDF
+specification says and as Pinocchio and MuJoCo load it), joints (type, parent,
+child, origin, axis, ``<limit>``, ``<dynamics damping friction>``). Ignored:
+``<visual>``, ``<collision>`` (meshes), ``<gazebo>``, ``<transmission>``, and
+``<mimic>`` (mimic joints become independent joints, as in Pinocchio's default
+loader).
 Floating and planar joints are refused: the tree has a fixed base.
 """
 
@@ -97,15 +99,13 @@ def _origin(element, where: str) -> tuple[np.ndarray, np.ndarray]:
     return xyz, rpy
 
 
-def _inertial(link, where: str, required: bool):
-    """``(mass, com, inertia about the com in link axes)`` of a ``<link>``."""
+def _inertial(link, where: str):
+    """``(mass, com, inertia about the com in link axes)`` of a ``<link>``;
+    zero without ``<inertial>`` (the URDF specification's default: zero mass
+    and zero inertia). A joint that then moves no inertia is named when the
+    tree is built."""
     inertial = link.find("inertial")
     if inertial is None:
-        if required:
-            raise ValueError(
-                f"{where} has no <inertial> element; add one, or pass "
-                "allow_missing_inertia=True to treat the link as massless."
-            )
         return 0.0, np.zeros(3), np.zeros((3, 3))
     mass_el = inertial.find("mass")
     if mass_el is None:
@@ -145,7 +145,7 @@ def _root(source: str, is_text: bool) -> ET.Element:
     return root
 
 
-def _parse(root: ET.Element, allow_missing_inertia: bool) -> URDFRobot:
+def _parse(root: ET.Element) -> URDFRobot:
     links: dict[str, ET.Element] = {}
     for link in root.findall("link"):
         name = link.get("name")
@@ -256,18 +256,8 @@ def _parse(root: ET.Element, allow_missing_inertia: bool) -> URDFRobot:
         raise ValueError(
             f"links {unreached} are not connected to the root link {base!r}."
         )
-    # Links welded to the fixed base never move: their inertia never matters.
-    welded = {base}
-    for name in order:
-        j = joints[name]
-        if j["type"] == "fixed" and j["parent"] in welded:
-            welded.add(j["child"])
     inertials = [
-        _inertial(
-            links[joints[name]["child"]],
-            f"link {joints[name]['child']!r}",
-            required=not allow_missing_inertia and joints[name]["child"] not in welded,
-        )
+        _inertial(links[joints[name]["child"]], f"link {joints[name]['child']!r}")
         for name in order
     ]
 
@@ -296,27 +286,26 @@ def _parse(root: ET.Element, allow_missing_inertia: bool) -> URDFRobot:
     )
 
 
-def parse_urdf(path: str | os.PathLike, *, allow_missing_inertia: bool = False):
-    """Parse a URDF file into plain arrays (no JAX objects).
+def parse_urdf(path: str | os.PathLike):
+    """Parse a URDF file into plain arrays (no JAX objects). Links without
+    ``<inertial>`` are massless.
 
     Args:
         path: the ``.urdf`` file.
-        allow_missing_inertia: treat links without ``<inertial>`` as massless
-            instead of raising (links welded to the base may always omit it).
 
     Returns:
         A `URDFRobot`.
 
     Raises:
         ValueError: malformed XML or URDF, naming the offending link or joint;
-            floating/planar joints; missing inertials.
+            floating/planar joints.
     """
-    return _parse(_root(os.fspath(path), False), allow_missing_inertia)
+    return _parse(_root(os.fspath(path), False))
 
 
-def parse_urdf_string(text: str, *, allow_missing_inertia: bool = False):
+def parse_urdf_string(text: str):
     """`parse_urdf` for URDF text instead of a file."""
-    return _parse(_root(text, True), allow_missing_inertia)
+    return _parse(_root(text, True))
 
 
 def _override(name: str, value, default: np.ndarray, n: int) -> np.ndarray:
@@ -394,23 +383,25 @@ def load_urdf(
     friction=None,
     armature=0.0,
     friction_joints=None,
-    allow_missing_inertia: bool = False,
 ) -> tuple[RigidBodyTree, Coulomb]:
     """Load a fixed-base robot from a URDF file.
 
     ``<dynamics damping>`` becomes viscous joint damping in the system's bias
     force, ``<dynamics friction>`` the Coulomb level of each joint's friction
-    element; both can be overridden. Meshes are ignored.
+    element; both can be overridden. Meshes are ignored. Links without
+    ``<inertial>`` are massless; a movable joint that then moves no inertia
+    (and has no `armature`) is named in a `ValueError`, as is an inertia that
+    is not physical (negative principal moments, or moments that break the
+    triangle inequality).
 
     Args:
         path: the ``.urdf`` file.
         gravity, damping, friction, armature, friction_joints: see `build_urdf`.
-        allow_missing_inertia: see `parse_urdf`.
 
     Returns:
         ``(system, law)``, a `RigidBodyTree` and a `Coulomb` law.
     """
-    robot = parse_urdf(path, allow_missing_inertia=allow_missing_inertia)
+    robot = parse_urdf(path)
     return build_urdf(
         robot,
         gravity=gravity,
