@@ -189,3 +189,257 @@ def test_reference_trajectory_is_a_nested_force_table():
         _parse(text.replace('type = "FourierSeries"', 'type = "Sine"'))
     assert "[force.reference]" in str(info.value)
     assert "allowed types: FourierSeries" in str(info.value)
+
+
+# ---------------------------------------------------------------------------
+# Out-of-range numbers are rejected while the configuration is read (before
+# anything is compiled), naming the section, the key and the allowed range.
+
+
+@pytest.mark.parametrize(
+    "key, value, fragments",
+    [
+        ("rtol", "-1.0", ["(0.0, inf]", "-1."]),
+        ("rtol", "0.0", ["(0.0, inf]"]),
+        ("rtol", "nan", ["finite"]),
+        ("atol", "-1e-9", ["(0.0, inf]"]),
+        ("atol", "inf", ["finite"]),
+        ("dt0", "-0.1", ["(0.0, inf]"]),
+        ("dtmax", "0.0", ["(0.0, inf]"]),
+        ("max_steps", "0", ["[1.0, inf]"]),
+        ("max_events", "-3", ["[1.0, inf]"]),
+        ("num_save", "0", ["[1.0, inf]"]),
+        ("num_save", "-5", ["[1.0, inf]"]),
+        ("q0", "nan", ["finite"]),
+        ("qd0", "[inf]", ["finite"]),
+        ("friction_state0", "[nan]", ["finite"]),
+    ],
+)
+def test_simulate_numbers_out_of_range_name_the_key(key, value, fragments):
+    # _BASE sets q0 and num_save: drop its line so that the key is not repeated.
+    text = _BASE.replace("q0 = 1.0\n", "").replace("num_save = 11\n", "")
+    with pytest.raises(ConfigError) as info:
+        _parse(_with("simulate", f"{key} = {value}", text))
+    message = str(info.value)
+    for fragment in [f"[simulate] key {key!r}", f"`{key}`", *fragments]:
+        assert fragment in message, (fragment, message)
+
+
+@pytest.mark.parametrize(
+    "old, new, fragments",
+    [
+        ("t1 = 4.0", "t1 = inf", ["`t1` must be finite"]),
+        ("t1 = 4.0", "t1 = 4.0\nt0 = 5.0", ["`t1` must be greater than `t0`"]),
+        ("t1 = 4.0", "t1 = 4.0\nt0 = nan", ["`t0` must be finite"]),
+        ("num_save = 11", "ts = [0.0, 5.0]", ["`ts` must lie in [t0, t1]"]),
+    ],
+)
+def test_simulate_interval_is_checked_while_reading(old, new, fragments):
+    with pytest.raises(ConfigError) as info:
+        _parse(_BASE.replace(old, new))
+    message = str(info.value)
+    for fragment in ["[simulate]", *fragments]:
+        assert fragment in message, (fragment, message)
+
+
+_OPTIMIZE = """
+[system]
+type = "Oscillator"
+mass = 1.0
+stiffness = 0.0
+
+[friction]
+type = "Coulomb"
+fc = 0.5
+
+[force]
+type = "Tabulated"
+ts = [0.0, 0.5, 1.0]
+values = [0.0, 0.0, 0.0]
+
+[simulate]
+t1 = 1.0
+num_save = 11
+
+[objective]
+type = "PointToPoint"
+target_q = 1.0
+
+[[limits]]
+type = "VelocityLimit"
+limit = 2.0
+weight = 1.0
+
+[optimize]
+parameters = ["values"]
+learning_rate = 0.1
+num_steps = 10
+"""
+
+
+def test_optimize_reference_config_parses():
+    from jaxfric.optimize._config import parse_optimize_config
+
+    cfg = parse_optimize_config(tomllib.loads(_OPTIMIZE))
+    assert cfg.num_steps == 10 and not cfg.batched
+
+
+@pytest.mark.parametrize(
+    "old, new, fragments",
+    [
+        ("learning_rate = 0.1", "learning_rate = -0.1", ["(0.0, inf]"]),
+        ("learning_rate = 0.1", "learning_rate = 0", ["(0.0, inf]"]),
+        ("learning_rate = 0.1", "learning_rate = nan", ["finite"]),
+        ("num_steps = 10", "num_steps = -1", ["[0.0, inf]"]),
+        ("num_steps = 10", "num_steps = 10\nnum_starts = 0", ["[1.0, inf]"]),
+        ("num_steps = 10", "num_steps = 10\ninit_noise = -1.0", ["[0.0, inf]"]),
+        ("num_steps = 10", "num_steps = 10\ninit_noise = nan", ["finite"]),
+        ("num_steps = 10", "num_steps = 10\nbounds = [1.0, -1.0]", []),
+    ],
+)
+def test_optimize_numbers_out_of_range_name_the_key(old, new, fragments):
+    from jaxfric.optimize._config import parse_optimize_config
+
+    key = new.splitlines()[-1].split(" = ")[0]
+    with pytest.raises(ConfigError) as info:
+        parse_optimize_config(tomllib.loads(_OPTIMIZE.replace(old, new)))
+    message = str(info.value)
+    for fragment in [f"[optimize] key {key!r}", *fragments]:
+        assert fragment in message, (fragment, message)
+
+
+@pytest.mark.parametrize(
+    "old, new, fragments",
+    [
+        ("target_q = 1.0", "target_q = nan", ["[objective] key 'target_q'"]),
+        ("weight = 1.0", "weight = -1.0", ["[[limits]] #0", "`weight"]),
+        ("limit = 2.0", "limit = 0.0", ["[[limits]] #0", "`limit"]),
+        ("t1 = 1.0", "t1 = 1.0\nrtol = -1.0", ["[simulate] key 'rtol'"]),
+    ],
+)
+def test_optimize_other_sections_out_of_range(old, new, fragments):
+    from jaxfric.optimize._config import parse_optimize_config
+
+    with pytest.raises(ConfigError) as info:
+        parse_optimize_config(tomllib.loads(_OPTIMIZE.replace(old, new)))
+    message = str(info.value)
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+
+
+_IDENTIFY = """
+[system]
+type = "Oscillator"
+mass = 1.0
+stiffness = 4.0
+
+[friction]
+type = "Coulomb"
+fc = 1.0
+fs = 1.5
+
+[identify]
+free = ["friction.fc"]
+{identify}
+
+{sections}
+
+[[experiments]]
+{experiment}
+"""
+_RECORD = "t,q,u\n0.0,0.0,1.0\n0.1,0.0,1.0\n0.2,0.0,1.0\n"
+_SYNTHETIC_EXPERIMENT = (
+    'force = { type = "Sine", amplitude = 3.0, omega = 1.5 }\nt1 = 1.0\n'
+    "num_samples = 11"
+)
+
+
+def _identify(tmp_path, identify="", sections="", experiment='file = "r.csv"'):
+    from jaxfric.identify._config import parse_identify_config
+
+    (tmp_path / "r.csv").write_text(_RECORD)
+    path = tmp_path / "ident.toml"
+    path.write_text(
+        _IDENTIFY.format(identify=identify, sections=sections, experiment=experiment)
+    )
+    return parse_identify_config(path)
+
+
+def test_identify_reference_config_parses(tmp_path):
+    cfg = _identify(tmp_path, identify="max_steps = 5")
+    assert cfg.fit_kwargs["max_steps"] == 5 and cfg.free == ("friction.fc",)
+
+
+_IDENTIFY_CASES = [
+    (dict(identify="max_steps = 0"), ["[identify] key 'max_steps'", "[1.0, inf]"]),
+    (
+        dict(identify='optimizer = "adam"\nlearning_rate = -0.05'),
+        ["[identify] key 'learning_rate'", "(0.0, inf]"],
+    ),
+    (
+        dict(identify="learning_rate = nan"),
+        ["[identify] key 'learning_rate'", "finite"],
+    ),
+    (
+        dict(identify="position_weight = -1.0"),
+        ["[identify] key 'position_weight'", "[0.0, inf]"],
+    ),
+    (
+        dict(identify="velocity_weight = [nan]"),
+        ["[identify] key 'velocity_weight'", "finite"],
+    ),
+    (dict(identify="windows = 0"), ["[identify] key 'windows'", "[1.0, inf]"]),
+    (
+        dict(identify="continuity_weight = -10.0"),
+        ["[identify] key 'continuity_weight'", "[0.0, inf]"],
+    ),
+    (
+        dict(sections="[simulate]\nrtol = -1e-8"),
+        ["[simulate] key 'rtol'", "(0.0, inf]"],
+    ),
+    (
+        dict(sections="[simulate]\nmax_events = 0"),
+        ["[simulate] key 'max_events'", "[1.0, inf]"],
+    ),
+    (
+        dict(sections='[true]\n"friction.fc" = nan'),
+        ["[true] key 'friction.fc'", "finite"],
+    ),
+    (
+        dict(experiment='file = "r.csv"\nqd0 = nan'),
+        ["[[experiments]] #0 key 'qd0'", "finite"],
+    ),
+    (
+        dict(sections="[synthetic]\nnoise = -0.01", experiment=_SYNTHETIC_EXPERIMENT),
+        ["[synthetic] key 'noise'", "[0.0, inf]"],
+    ),
+    (
+        dict(sections="[synthetic]\nseed = -1", experiment=_SYNTHETIC_EXPERIMENT),
+        ["[synthetic] key 'seed'", "[0.0, inf]"],
+    ),
+    (
+        dict(
+            sections="[synthetic]",
+            experiment=_SYNTHETIC_EXPERIMENT.replace("t1 = 1.0", "t1 = -1.0"),
+        ),
+        ["[[experiments]] #0 key 't1'", "(0.0, inf]"],
+    ),
+    (
+        dict(
+            sections="[synthetic]",
+            experiment=_SYNTHETIC_EXPERIMENT.replace("= 11", "= 1"),
+        ),
+        ["[[experiments]] #0 key 'num_samples'", "[2.0, inf]"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragments", _IDENTIFY_CASES, ids=[f[0] for _, f in _IDENTIFY_CASES]
+)
+def test_identify_numbers_out_of_range_name_the_key(tmp_path, kwargs, fragments):
+    with pytest.raises(ConfigError) as info:
+        _identify(tmp_path, **kwargs)
+    message = str(info.value)
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)

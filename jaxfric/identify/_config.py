@@ -63,7 +63,14 @@ from typing import Any
 import jax.tree_util as jtu
 import numpy as np
 
-from ..io.config import ConfigError, build, parse_simulate, read_toml
+from ..io.config import (
+    ConfigError,
+    build,
+    check_finite_keys,
+    check_ranges,
+    parse_simulate,
+    read_toml,
+)
 from ._data import Record, load_record
 from ._experiment import Experiment, from_record, stack_experiments
 from ._fit import FitResult, Model, MultipleShooting, default_adam
@@ -89,6 +96,23 @@ IDENTIFY_KEYS = {
     "free_nodes": "bool",
     "continuity_weight": "number",
     "jac": ("choice", ("fwd", "bwd")),
+}
+# Allowed ranges of the numeric keys: name -> (lower bound, bound excluded).
+IDENTIFY_RANGES: dict[str, tuple[float, bool]] = {
+    "max_steps": (1.0, False),
+    "learning_rate": (0.0, True),
+    "position_weight": (0.0, False),
+    "velocity_weight": (0.0, False),
+    "windows": (1.0, False),
+    "continuity_weight": (0.0, False),
+}
+SYNTHETIC_RANGES: dict[str, tuple[float, bool]] = {
+    "noise": (0.0, False),  # relative to the record's RMS position
+    "seed": (0.0, False),  # numpy seeds are non-negative
+}
+EXPERIMENT_RANGES: dict[str, tuple[float, bool]] = {
+    "t1": (0.0, True),  # synthetic records run from t = 0
+    "num_samples": (2.0, False),
 }
 SIMULATE_OPTIONS = ("rtol", "atol", "dtmax", "dt0", "max_steps", "max_events", "solver")
 EXPERIMENT_KEYS = ("file", "force", "q0", "qd0", "t1", "num_samples")
@@ -184,6 +208,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     _check_keys(ident, IDENTIFY_KEYS, "[identify]")
     for key, value in ident.items():
         _number(value, f"[identify] key {key!r}", IDENTIFY_KEYS[key])
+    check_ranges(ident, IDENTIFY_RANGES, "[identify]")
     if "free" not in ident or not ident["free"]:
         raise ConfigError("[identify]: missing key 'free' (the unknowns).")
 
@@ -197,6 +222,10 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     synthetic = data.get("synthetic")
     if synthetic is not None:
         _check_keys(synthetic, SYNTHETIC_KEYS, "[synthetic]")
+        for key, kind in (("noise", "number"), ("seed", "int")):
+            if key in synthetic:
+                _number(synthetic[key], f"[synthetic] key {key!r}", kind)
+        check_ranges(synthetic, SYNTHETIC_RANGES, "[synthetic]")
     entries = data["experiments"]
     if not isinstance(entries, list) or not entries:
         raise ConfigError("[[experiments]]: expected at least one table.")
@@ -204,6 +233,10 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     for k, entry in enumerate(entries):
         where = f"[[experiments]] #{k}"
         _check_keys(entry, EXPERIMENT_KEYS, where)
+        for key, kind in (("t1", "number"), ("num_samples", "int")):
+            if key in entry:
+                _number(entry[key], f"{where} key {key!r}", kind)
+        check_ranges(entry, EXPERIMENT_RANGES, where)
         force = (
             build("force", entry["force"], section=f"{where} force")
             if "force" in entry
@@ -214,6 +247,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
             for key in ("q0", "qd0")
             if key in entry
         }
+        check_finite_keys(kw, ("q0", "qd0"), where)
         if synthetic is not None:
             for key in ("t1", "num_samples"):
                 if key not in entry:
@@ -263,6 +297,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     for key, value in data.get("true", {}).items():
         _check_path(model, key, "[true]")
         true[key] = _number(value, f"[true] key {key!r}", "array")
+        check_finite_keys(true, (key,), "[true]")
     true = {k: np.asarray(v, float) for k, v in true.items()}
 
     optimizer_name = ident.get("optimizer", "lm")

@@ -31,7 +31,9 @@ allowed keys and their types are read from the class itself, so a new law or
 force needs no change here. Unknown sections, unknown keys, missing required keys,
 wrong value types and unknown ``type`` names raise `ConfigError` naming the
 section and key (and listing what is allowed). Errors the constructors raise
-(parameter ranges) are re-raised with the section prefixed.
+(parameter ranges) are re-raised with the section prefixed; out-of-range
+``[simulate]`` numbers (a negative ``rtol``, ``t1 <= t0``) are rejected while the
+file is read, before anything is compiled (`check_simulate_ranges`).
 """
 
 import dataclasses
@@ -46,8 +48,10 @@ from typing import Any, NamedTuple
 import diffrax
 
 from .. import forces as _forces, friction as _friction, systems as _systems
+from .._check import check_finite, check_range
 from ..forces._base import AbstractForce
 from ..friction._base import AbstractFrictionLaw
+from ..simulate._common import check_interval, save_times
 from ..systems._base import AbstractSystem
 
 SECTIONS = ("system", "friction", "force", "simulate")
@@ -76,6 +80,18 @@ SIMULATE_KEYS: dict[str, str] = {
     "friction_state0": "array",
 }
 SIMULATE_REQUIRED = ("t1",)
+# Allowed ranges of the numeric [simulate] options: name -> (lower bound, bound
+# excluded). Tolerances and step sizes are positive (the solves run forward in
+# time); budgets count at least one step, event or save.
+SIMULATE_RANGES: dict[str, tuple[float, bool]] = {
+    "rtol": (0.0, True),
+    "atol": (0.0, True),
+    "dt0": (0.0, True),
+    "dtmax": (0.0, True),
+    "max_steps": (1.0, False),
+    "max_events": (1.0, False),
+    "num_save": (1.0, False),
+}
 
 _BASES: dict[str, tuple[type, types.ModuleType]] = {
     "system": (AbstractSystem, _systems),
@@ -342,6 +358,39 @@ def build(
         raise ConfigError(f"{section} {type_name}: {e}") from e
 
 
+def check_ranges(
+    table: Mapping[str, Any], ranges: Mapping[str, tuple[float, bool]], section: str
+) -> None:
+    """Check the numbers of a table against their allowed ranges.
+
+    Args:
+        table: a configuration table (keys absent from it are skipped).
+        ranges: key -> ``(lower, lower_open)``: the value must be finite and
+            ``>= lower`` (``> lower`` when `lower_open`), as `check_range` tests.
+        section: the section name for messages, e.g. ``"[simulate]"``.
+
+    Raises:
+        ConfigError: naming the section, the key and the allowed range.
+    """
+    for key, (lower, lower_open) in ranges.items():
+        if table.get(key) is not None:
+            try:
+                check_range(key, table[key], lower=lower, lower_open=lower_open)
+            except ValueError as e:
+                raise ConfigError(f"{section} key {key!r}: {e}") from e
+
+
+def check_finite_keys(table: Mapping[str, Any], keys, section: str) -> None:
+    """Raise `ConfigError` naming the section and key if a number (or an entry
+    of an array) of `table` at one of `keys` is NaN or infinite."""
+    for key in keys:
+        if table.get(key) is not None:
+            try:
+                check_finite(key, table[key])
+            except ValueError as e:
+                raise ConfigError(f"{section} key {key!r}: {e}") from e
+
+
 def parse_simulate(table: Mapping[str, Any], section: str = "[simulate]") -> dict:
     """Check and convert the ``[simulate]`` table to keywords of `simulate`."""
     if not isinstance(table, Mapping):
@@ -357,9 +406,34 @@ def parse_simulate(table: Mapping[str, Any], section: str = "[simulate]") -> dic
     for key in SIMULATE_REQUIRED:
         if key not in out:
             raise ConfigError(f"{section}: missing required key {key!r}.")
+    check_simulate_ranges(out, section)
     out.setdefault("q0", 0.0)
     out.setdefault("qd0", 0.0)
     return out
+
+
+def check_simulate_ranges(options: Mapping[str, Any], section: str) -> None:
+    """Reject out-of-range [simulate] numbers before anything is compiled.
+
+    The interval and the save times go through `simulate`'s own checks; the
+    other numbers through `check_range` with `SIMULATE_RANGES`.
+
+    Args:
+        options: converted keywords of `simulate` (as `parse_simulate` makes them).
+        section: the section name for messages, e.g. ``"[simulate]"``.
+
+    Raises:
+        ConfigError: naming the section and the key, and the allowed range.
+    """
+    check_ranges(options, SIMULATE_RANGES, section)
+    check_finite_keys(options, ("q0", "qd0", "friction_state0"), section)
+    t0, t1 = options.get("t0", 0.0), options["t1"]
+    try:
+        check_interval(t0, t1)
+        # Without num_save, any valid count: only `ts` is checked then.
+        save_times(t0, t1, options.get("ts"), options.get("num_save", 2))
+    except ValueError as e:
+        raise ConfigError(f"{section}: {e}") from e
 
 
 def parse_config(data: Mapping[str, Any]) -> SimulationConfig:
@@ -389,6 +463,8 @@ def read_toml(path: str | Path) -> dict[str, Any]:
             return tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from e
+    except UnicodeDecodeError as e:  # TOML is UTF-8 text
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 text ({e})") from e
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e}") from e
 
@@ -415,6 +491,9 @@ __all__ = [
     "SimulationConfig",
     "available_types",
     "build",
+    "check_finite_keys",
+    "check_ranges",
+    "check_simulate_ranges",
     "load_config",
     "parse_config",
     "parse_simulate",

@@ -83,6 +83,15 @@ OPTIMIZE_DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "bounds": None,
 }
+# Allowed ranges of the numeric [optimize] keys: name -> (lower bound, bound
+# excluded); `bounds` is checked by `Box`, the optimizer options by optax, and
+# any integer `seed` makes a `jax.random` key.
+OPTIMIZE_RANGES: dict[str, tuple[float, bool]] = {
+    "learning_rate": (0.0, True),
+    "num_steps": (0.0, False),
+    "num_starts": (1.0, False),
+    "init_noise": (0.0, False),
+}
 _SIMULATE_TO_PROBLEM = ("q0", "qd0", "t1", "t0", "ts", "num_save")
 
 
@@ -172,6 +181,8 @@ def make_optimizer(
 
 def _keywords(cls, table: Mapping[str, Any], section: str):
     """Build `cls` from a table of numbers / arrays, checking the keys."""
+    from ..io.config import check_finite_keys
+
     ConfigError = _config_error()
     if not isinstance(table, Mapping):
         raise ConfigError(f"{section}: expected a table.")
@@ -195,6 +206,8 @@ def _keywords(cls, table: Mapping[str, Any], section: str):
                 f"{section} key {key!r}: expected a number or an array of numbers."
             )
         kwargs[key] = value
+    # Targets, knots and weights: a NaN or inf would make the loss NaN.
+    check_finite_keys(kwargs, list(kwargs), section)
     missing = [p.name for p in params if p.default is p.empty and p.name not in kwargs]
     if missing:
         raise ConfigError(
@@ -230,6 +243,8 @@ def _typed(registry: dict[str, type], table, section: str):
 
 
 def _optimize_table(table) -> dict[str, Any]:
+    from ..io.config import check_ranges
+
     ConfigError = _config_error()
     if not isinstance(table, Mapping):
         raise ConfigError("[optimize]: expected a table.")
@@ -266,12 +281,7 @@ def _optimize_table(table) -> dict[str, Any]:
     for key in ("parameters", "num_steps"):
         if key not in out:
             raise ConfigError(f"[optimize]: missing required key {key!r}.")
-    if out["num_steps"] < 0:
-        raise ConfigError("[optimize] key 'num_steps': must be >= 0.")
-    if out["num_starts"] < 1:
-        raise ConfigError("[optimize] key 'num_starts': must be >= 1.")
-    if out["init_noise"] < 0:
-        raise ConfigError("[optimize] key 'init_noise': must be >= 0.")
+    check_ranges(out, OPTIMIZE_RANGES, "[optimize]")
     return out
 
 
