@@ -1,14 +1,17 @@
 """The ``jaxfric`` command line.
 
-    jaxfric simulate CONFIG.toml [--out DIR]
+    jaxfric simulate CONFIG.toml [--out DIR] [--overwrite]
 
-Each subcommand is a function decorated with ``@app.command()`` that reads its
-TOML with `jaxfric.io`, runs the library and writes its results through
-`jaxfric.io.results`; configuration errors are reported by `_fail` (exit code
-2), failed solves by exit code 1 after the files are written. New subcommands
-(``identify``, ``optimize``) follow the same pattern.
+Each subcommand is a function decorated with ``@app.command()`` that checks its
+output folder (`output_dir`: never into a non-empty folder without
+``--overwrite``), reads its TOML with `jaxfric.io`, runs the library and writes
+its results through `jaxfric.io.results`. Configuration, output-folder and file
+errors are one-line messages from `_fail` (exit code 2), reported before anything
+is simulated where they can be; failed solves exit with code 1 after the files
+are written. New subcommands follow the same pattern.
 """
 
+import os
 import time
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -21,6 +24,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help text: Rich markup would swallow the section names ("[system]").
+    rich_markup_mode=None,
 )
 
 EXIT_FAILED_SOLVE = 1
@@ -29,7 +34,11 @@ EXIT_BAD_CONFIG = 2
 ConfigArg = Annotated[
     Path,
     typer.Argument(
-        exists=True, dir_okay=False, readable=True, help="TOML configuration file."
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        metavar="CONFIG",
+        help="TOML configuration file.",
     ),
 ]
 OutOption = Annotated[
@@ -43,6 +52,14 @@ OutOption = Annotated[
 ]
 ProgressOption = Annotated[
     bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")
+]
+OverwriteOption = Annotated[
+    bool,
+    typer.Option(
+        "--overwrite",
+        help="Write into an output folder that is not empty (files of the same "
+        "names are replaced; the others are kept).",
+    ),
 ]
 
 
@@ -69,23 +86,71 @@ def _finish(paths: dict, failure: str | None = None) -> None:
         _fail(failure, EXIT_FAILED_SOLVE)
 
 
-def output_dir(config: Path, out: Path | None) -> Path:
-    """``--out`` if given, else ``results/<config stem>/`` under the current folder."""
-    return out if out is not None else Path("results") / config.stem
+def _config_failure(config: Path, error: Exception) -> NoReturn:
+    """`_fail` with the configuration file named once (read errors name it)."""
+    message = str(error)
+    _fail(message if message.startswith(f"{config}:") else f"{config}: {message}")
+
+
+def output_dir(config: Path, out: Path | None, overwrite: bool = False) -> Path:
+    """The output folder, checked before anything runs.
+
+    Args:
+        config: the configuration file.
+        out: ``--out``, or `None` for ``results/<config stem>/`` under the current
+            folder.
+        overwrite: allow a folder that already holds files.
+
+    Returns:
+        The folder (not created yet: it is made when the results are written).
+
+    Raises:
+        typer.Exit: code 2, after a one-line message, if the path is a file, lies
+            under a file, cannot be created or written, or is a non-empty folder
+            and `overwrite` is false (a user's files are never replaced silently).
+    """
+    folder = out if out is not None else Path("results") / config.stem
+    if folder.exists():
+        if not folder.is_dir():
+            _fail(f"output folder {folder} is an existing file.")
+        try:
+            nonempty = any(folder.iterdir())
+        except OSError as e:
+            _fail(f"cannot read output folder {folder}: {e.strerror or e}.")
+        if nonempty and not overwrite:
+            _fail(
+                f"output folder {folder} is not empty; pass --overwrite to write "
+                "into it (files of the same names are replaced), or choose another "
+                "--out."
+            )
+        existing = folder
+    else:
+        existing = folder.absolute().parent
+        while not existing.exists():
+            existing = existing.parent
+        if not existing.is_dir():
+            _fail(f"cannot create output folder {folder}: {existing} is a file.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        _fail(f"cannot write output folder {folder}: {existing} is not writable.")
+    return folder
 
 
 @app.command()
-def simulate(config: ConfigArg, out: OutOption = None) -> None:
-    """Simulate the system of CONFIG; write trajectory.npz, trajectory.csv,
-    trajectory.png and summary.json."""
+def simulate(
+    config: ConfigArg, out: OutOption = None, overwrite: OverwriteOption = False
+) -> None:
+    """Simulate the system of CONFIG (sections [system], [friction], optional
+    [force], [simulate]; see jaxfric/io/config.py); write trajectory.npz,
+    trajectory.csv, trajectory.png and summary.json."""
     import jaxfric as jf
-    from jaxfric.io import ConfigError, load_config
+    from jaxfric.io import load_config
     from jaxfric.io.results import result_message, save_solution
 
+    folder = output_dir(config, out, overwrite)
     try:
         cfg = load_config(config)
-    except ConfigError as e:
-        _fail(f"{config}: {e}")
+    except ValueError as e:  # ConfigError, or a value a constructor rejects
+        _config_failure(config, e)
     start = time.perf_counter()
     try:
         sol = jf.simulate(
@@ -95,18 +160,20 @@ def simulate(config: ConfigArg, out: OutOption = None) -> None:
         _fail(f"{config}: [simulate] {e}")
     sol.q.block_until_ready()
     wall = time.perf_counter() - start
-    folder = output_dir(config, out)
     title = f"{type(cfg.system).__name__} with {type(cfg.friction).__name__}"
-    paths = save_solution(
-        sol,
-        folder,
-        title=title,
-        summary_extra={
-            "config_file": str(config),
-            "config": cfg.raw,
-            "wall_time_s": wall,
-        },
-    )
+    try:
+        paths = save_solution(
+            sol,
+            folder,
+            title=title,
+            summary_extra={
+                "config_file": str(config),
+                "config": cfg.raw,
+                "wall_time_s": wall,
+            },
+        )
+    except OSError as e:
+        _fail(f"cannot write the results to {folder}: {e}")
     message = result_message(sol)
     typer.echo(
         f"{title}: {message}; t1={float(sol.ts[-1]):g}, "
@@ -123,43 +190,40 @@ def optimize(
     config: ConfigArg,
     out: OutOption = None,
     progress: ProgressOption = True,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Optimise the applied force of CONFIG (sections [objective], [[limits]],
     [optimize]; see docs/optimize.md); write optimize.json, history.png,
     motion.png and the best trajectory (trajectory.npz/csv/png, summary.json)."""
     import jaxfric.optimize as jo
-    from jaxfric.io import ConfigError
     from jaxfric.io.results import result_message, save_solution, write_json
     from jaxfric.optimize._config import bounds_array, load_optimize_config
     from jaxfric.optimize._report import plot_history, plot_motion, summary
 
+    folder = output_dir(config, out, overwrite)
     try:
         cfg = load_optimize_config(config)
-    except ConfigError as e:
-        _fail(f"{config}: {e}")
+    except ValueError as e:
+        _config_failure(config, e)
     start = time.perf_counter()
-    result = jo.optimize(
-        cfg.problem,
-        cfg.optimizer,
-        cfg.params0,
-        num_steps=cfg.num_steps,
-        batched=cfg.batched,
-        project=cfg.project,
-        progress=progress,
-        description=config.stem,
-    )
+    try:
+        result = jo.optimize(
+            cfg.problem,
+            cfg.optimizer,
+            cfg.params0,
+            num_steps=cfg.num_steps,
+            batched=cfg.batched,
+            project=cfg.project,
+            progress=progress,
+            description=config.stem,
+        )
+    except (ValueError, TypeError) as e:  # inputs `simulate` or optax reject
+        _config_failure(config, e)
     wall = time.perf_counter() - start
-    folder = output_dir(config, out)
     title = (
         f"{type(cfg.problem.system).__name__} with "
         f"{type(cfg.problem.friction).__name__}: optimised "
         f"{type(cfg.problem.force).__name__}"
-    )
-    paths = save_solution(
-        result.solution,
-        folder,
-        title=title,
-        summary_extra={"config_file": str(config), "config": cfg.raw},
     )
     report = summary(result, cfg.problem)
     report.update(
@@ -168,13 +232,22 @@ def optimize(
         bounds=bounds_array(cfg.project),
         wall_time_s=wall,
     )
-    paths["report"] = write_json(report, folder / "optimize.json")
-    paths["history"] = folder / "history.png"
-    plot_history(result, title=title).savefig(paths["history"], dpi=120)
-    paths["motion"] = folder / "motion.png"
-    bounds = bounds_array(cfg.project)
-    fig = plot_motion(result, bounds=None if bounds is None else tuple(bounds))
-    fig.savefig(paths["motion"], dpi=120)
+    try:
+        paths = save_solution(
+            result.solution,
+            folder,
+            title=title,
+            summary_extra={"config_file": str(config), "config": cfg.raw},
+        )
+        paths["report"] = write_json(report, folder / "optimize.json")
+        paths["history"] = folder / "history.png"
+        plot_history(result, title=title).savefig(paths["history"], dpi=120)
+        paths["motion"] = folder / "motion.png"
+        bounds = bounds_array(cfg.project)
+        fig = plot_motion(result, bounds=None if bounds is None else tuple(bounds))
+        fig.savefig(paths["motion"], dpi=120)
+    except OSError as e:
+        _fail(f"cannot write the results to {folder}: {e}")
     message = result_message(result.solution)
     typer.echo(
         f"{title}: objective {report['initial_objective']} -> "
@@ -192,6 +265,7 @@ def identify(
     config: ConfigArg,
     out: OutOption = None,
     progress: ProgressOption = True,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Fit the free numbers of CONFIG (sections [identify], [[experiments]],
     optional [synthetic], [true]; see jaxfric/identify/_config.py) to its
@@ -206,13 +280,14 @@ def identify(
         report,
         resolve_path as _resolve,
     )
-    from jaxfric.io import ConfigError
     from jaxfric.io.results import write_json
 
+    # Checked first: a [synthetic] configuration simulates while it is parsed.
+    folder = output_dir(config, out, overwrite)
     try:
         cfg = parse_identify_config(config)
-    except (ConfigError, ji.RecordError) as e:
-        _fail(f"{config}: {e}")
+    except ValueError as e:  # ConfigError, RecordError, a rejected experiment
+        _config_failure(config, e)
     total = cfg.fit_kwargs["max_steps"]
     bar = tqdm(total=total, desc=config.stem, disable=not progress, unit="step")
 
@@ -235,12 +310,14 @@ def identify(
         _fail(f"{config}: [identify] {e}")
     bar.close()
     wall = time.perf_counter() - start
-    folder = output_dir(config, out)
-    folder.mkdir(parents=True, exist_ok=True)
     summary = report(cfg, result, wall)
-    paths = {"report": write_json(summary, folder / "identify.json")}
     q_fit, _ = ji.predict(result.model, cfg.simulate_options)
-    paths["figure"] = plot(cfg, result, q_fit, folder / "identify.png")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = {"report": write_json(summary, folder / "identify.json")}
+        paths["figure"] = plot(cfg, result, q_fit, folder / "identify.png")
+    except OSError as e:
+        _fail(f"cannot write the results to {folder}: {e}")
     for p, entry in summary["parameters"].items():
         value = [round(float(v), 8) for v in entry["value"].ravel()]
         se = [float(f"{s:.3g}") for s in entry["stderr"].ravel()]
