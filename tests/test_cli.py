@@ -207,6 +207,23 @@ def test_out_that_cannot_be_a_folder_fails_before_the_simulation(
     assert file.read_text() == "mine"
 
 
+def test_unwritable_out_fails_before_the_simulation(tmp_path, monkeypatch):
+    # File permissions do not bind root (the test machines' user), so the
+    # permission answer is replaced: readable, but nothing is writable.
+    import os
+
+    monkeypatch.setattr(jaxfric, "simulate", _must_not_run)
+    monkeypatch.setattr(os, "access", lambda path, mode: not mode & os.W_OK)
+    config = tmp_path / "osc.toml"
+    config.write_text(_CONFIG)
+    out = tmp_path / "new" / "out"
+    message = _one_line_error(
+        runner.invoke(app, ["simulate", str(config), "--out", str(out)])
+    )
+    assert f"{tmp_path} is not writable" in message
+    assert not (tmp_path / "new").exists()
+
+
 def test_unwritable_results_are_one_line_errors(tmp_path, monkeypatch):
     # A disk that fills up (or a folder removed) while the solve runs.
     def full_disk(sol, folder, **kwargs):
