@@ -365,6 +365,18 @@ def _identify(tmp_path, identify="", sections="", experiment='file = "r.csv"'):
     return parse_identify_config(path)
 
 
+def test_identify_record_that_is_not_text_names_the_file(tmp_path):
+    from jaxfric.identify._config import parse_identify_config
+
+    path = tmp_path / "ident.toml"
+    path.write_text(
+        _IDENTIFY.format(identify="", sections="", experiment='file = "r.csv"')
+    )
+    (tmp_path / "r.csv").write_bytes(b"\xff\xfe,\x00\n")
+    with pytest.raises(ConfigError, match=r"\[\[experiments\]\] #0 key 'file'.*r\.csv"):
+        parse_identify_config(path)
+
+
 def test_identify_reference_config_parses(tmp_path):
     cfg = _identify(tmp_path, identify="max_steps = 5")
     assert cfg.fit_kwargs["max_steps"] == 5 and cfg.free == ("friction.fc",)

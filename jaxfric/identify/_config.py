@@ -264,7 +264,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
             file = file if file.is_absolute() else path.parent / file
             try:
                 record = load_record(file)
-            except OSError as e:
+            except (OSError, UnicodeDecodeError) as e:  # records are UTF-8 text
                 raise ConfigError(f"{where} key 'file': cannot read {file}: {e}") from e
         if force is None and record.u is None:
             raise ConfigError(
