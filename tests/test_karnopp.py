@@ -196,3 +196,38 @@ def test_other_solvers_and_options():
         jf.simulate(OSC, law, X0, 0.0, 1.0, friction_state0=0.0)
     with pytest.raises(ValueError, match=r"`dt0` must lie in \(0.0, inf\]"):
         jf.simulate(OSC, law, X0, 0.0, 1.0, dt0=0.0)
+
+
+def test_fixed_steps_of_dt0_end_on_t1():
+    """Steps of exactly dt0 and a shorter last one onto t1 (issue 13, item 4).
+
+    Reference: explicit Euler written out for a free mass (no friction level)
+    under a constant force F, on the steps dt0, ..., dt0, t1 - k·dt0. Before,
+    diffrax's ConstantStepSize took dt0 once, then spread the rest evenly
+    (0.3, 0.2, 0.25, 0.25 for dt0 = 0.3 on [0, 1]): a different answer.
+    """
+    free = jf.systems.Oscillator(mass=2.0, stiffness=0.0)
+    law = jf.Karnopp(dv=1e-3, breakaway=None, slip_law=jf.Coulomb(0.0))
+    force, x0, v0, horizon, dt0 = 0.7, 0.1, 0.5, 1.0, 0.3
+    sol = jf.simulate(
+        free,
+        law,
+        x0,
+        v0,
+        horizon,
+        dt0=dt0,
+        solver=diffrax.Euler(),
+        force=jf.forces.Constant(force),
+        num_save=3,
+    )
+    times = np.append(np.arange(0.0, horizon, dt0), horizon)
+    q, v = x0, v0
+    for h in np.diff(times):
+        q, v = q + h * v, v + h * force / 2.0
+    assert float(sol.ts[-1]) == horizon
+    assert int(sol.stats["num_steps"]) == len(times) - 1
+    np.testing.assert_allclose(sol.q[-1, 0], q, rtol=0, atol=FORMULA_TOL)
+    # A step longer than the interval: before, RK4 with h = t1 - t0 = 10 gave
+    # q(10) = 644.4 as a success.
+    with pytest.raises(ValueError, match=r"`dt0` must lie in \(0, t1 - t0\]"):
+        jf.simulate(OSC, law, X0, 0.0, 10.0, dt0=20.0)

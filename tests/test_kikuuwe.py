@@ -184,5 +184,8 @@ def test_bad_path_options():
         jf.simulate(OSC, law, X0, 0.0, 1.0, solver=diffrax.Tsit5())
     with pytest.raises(ValueError, match=r"`dt0` must lie in \(0.0, inf\]"):
         jf.simulate(OSC, law, X0, 0.0, 1.0, dt0=-1e-3)
+    # Before: cut silently to one step of t1 - t0.
+    with pytest.raises(ValueError, match=r"`dt0` must lie in \(0, t1 - t0\]"):
+        jf.simulate(OSC, law, X0, 0.0, 1.0, dt0=2.0)
     with pytest.raises(ValueError, match="`friction_state0` must be a scalar"):
         jf.simulate(OSC, law, X0, 0.0, 1.0, friction_state0=np.zeros(3))

@@ -2,11 +2,13 @@
 
 from collections.abc import Callable
 
+import diffrax
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._check import check_finite, is_concrete
+from .._check import check_finite, check_range, is_concrete
 from ..forces._base import AbstractForce, FunctionForce
 from ..friction._base import AbstractFrictionLaw
 from ..systems._base import AbstractSystem
@@ -57,6 +59,15 @@ def check_law_size(friction: AbstractFrictionLaw, m: int) -> None:
 def save_times(t0, t1, ts, num_save: int):
     """The saved times: `ts` if given (checked), else `num_save` uniform points."""
     if ts is None:
+        if (
+            isinstance(num_save, bool)
+            or not isinstance(num_save, int | np.integer)
+            or num_save < 2
+        ):
+            raise ValueError(
+                "`num_save` must be an integer >= 2 when `ts` is None (the saved "
+                f"times run from t0 to t1); got {num_save!r}."
+            )
         return jnp.linspace(t0, t1, num_save)
     ts = jnp.asarray(ts, dtype=float)
     if ts.ndim != 1 or ts.shape[0] < 1:
@@ -78,6 +89,29 @@ def check_interval(t0, t1) -> None:
         check_finite("t1", t1)
         if not float(t1) > float(t0):
             raise ValueError(f"`t1` must be greater than `t0`; got t0={t0}, t1={t1}.")
+
+
+def check_step_options(rtol, atol, dt0, dtmax, t0, t1, fixed_step: bool) -> None:
+    """Raise `ValueError` naming the option unless `rtol`, `atol` and `dt0`
+    (each `None` or) lie in ``(0, inf)`` and `dtmax` in ``(0, inf]``; on a
+    fixed-step path (`fixed_step`) also ``dt0 <= t1 − t0``.
+
+    A zero or NaN tolerance made every step fail, reported as
+    ``max_steps_reached``; a fixed step longer than the interval was cut to it
+    silently (a different, often unstable, step).
+    """
+    for name, value in (("rtol", rtol), ("atol", atol), ("dt0", dt0)):
+        if value is not None:
+            check_range(name, value, lower=0.0, lower_open=True)
+    if dtmax is not None and is_concrete(dtmax) and not np.all(np.asarray(dtmax) > 0):
+        raise ValueError(f"`dtmax` must lie in (0.0, inf], got {dtmax!r}.")
+    if fixed_step and dt0 is not None and all(map(is_concrete, (dt0, t0, t1))):
+        span = float(t1) - float(t0)
+        if float(dt0) > span:
+            raise ValueError(
+                f"`dt0` must lie in (0, t1 - t0] = (0, {span!r}] on the fixed-step "
+                f"paths (Karnopp, Kikuuwe); got {float(dt0)!r}."
+            )
 
 
 def check_jump_times(force, jump_ts):
@@ -118,11 +152,70 @@ def step_controller(rtol, atol, dtmax, jump_ts, norm=None):
 
     norm = optx.rms_norm if norm is None else norm
     controller = diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dtmax, norm=norm)
-    if jump_ts is None:
-        return controller
-    return diffrax.ClipStepSizeController(
-        controller, jump_ts=jax.lax.stop_gradient(jump_ts)
-    )
+    if jump_ts is not None:
+        controller = diffrax.ClipStepSizeController(
+            controller, jump_ts=jax.lax.stop_gradient(jump_ts)
+        )
+    return StopOnNonfinite(controller)
+
+
+class StopOnNonfinite(diffrax.AbstractAdaptiveStepSizeController):
+    """An adaptive controller that ends the solve with `diffrax.RESULTS.nonfinite`
+    when a rejected step was non-finite and no smaller step can follow.
+
+    diffrax's PID controller turns a NaN error estimate into a NaN next step
+    (and an implicit solver's failed Newton solve on a NaN vector field shrinks
+    the step to zero), so such a solve rejected steps until `max_steps` and
+    reported ``max_steps_reached``; this names the cause (`classify`) and stops
+    at once. An infinite error estimate with a finite next step (an overshoot
+    that a smaller step avoids) is left to the wrapped controller.
+
+    Attributes:
+        controller: the wrapped adaptive controller (its `rtol`, `atol`, `norm`
+            are this controller's, for the implicit solvers' tolerances).
+    """
+
+    controller: diffrax.AbstractAdaptiveStepSizeController
+
+    @property
+    def rtol(self):
+        return self.controller.rtol
+
+    @property
+    def atol(self):
+        return self.controller.atol
+
+    @property
+    def norm(self):  # pyright: ignore[reportIncompatibleMethodOverride]
+        return self.controller.norm
+
+    def wrap(self, direction):
+        return StopOnNonfinite(self.controller.wrap(direction))
+
+    def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
+        return self.controller.init(terms, t0, t1, y0, dt0, args, func, error_order)
+
+    def adapt_step_size(
+        self, t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state
+    ):
+        keep, next_t0, next_t1, jump, state, result = self.controller.adapt_step_size(
+            t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state
+        )
+        finite = jnp.array(True)
+        for leaf in jax.tree.leaves((y1_candidate, y_error)):
+            finite = finite & jnp.all(jnp.isfinite(leaf))
+        # `next_t1 > next_t0` is False for a NaN step too.
+        stuck = ~keep & ~finite & ~(next_t1 > next_t0)
+        result = diffrax.RESULTS.where(stuck, diffrax.RESULTS.nonfinite, result)
+        return keep, next_t0, next_t1, jump, state, result
+
+
+def classify(result) -> RESULTS:
+    """A diffrax result code of a path's solve as a `RESULTS` code: a non-finite
+    solve (`StopOnNonfinite`, a NaN inside an accepted step) is
+    `RESULTS.nonfinite_state`."""
+    result = RESULTS.promote(result)
+    return RESULTS.where(result == RESULTS.nonfinite, RESULTS.nonfinite_state, result)
 
 
 def check_system(system) -> None:
@@ -143,8 +236,120 @@ def default_adjoint(options):
     return options.adjoint
 
 
-def finish(solution, throw: bool):
-    """Raise on a failed result when `throw`, as `diffrax.diffeqsolve` does."""
+@jax.custom_jvp
+def _nan_tangent(x, anchor, poison):
+    """`x`, whose derivative gains ``poison · d(anchor)`` (see `_poison_failed`)."""
+    del anchor, poison
+    return x
+
+
+@_nan_tangent.defjvp
+def _nan_tangent_jvp(primals, tangents):
+    x, _, poison = primals
+    dx, d_anchor, _ = tangents
+    return x, dx + (poison * d_anchor).astype(dx.dtype)
+
+
+def _poison_failed(solution, differentiated):
+    """NaN derivatives for a failed solve, values unchanged.
+
+    A failed solve's states are NaN constants (or stop early), so without this
+    its derivative is 0.0 and an optimiser reads a failure as a flat loss. Every
+    float output gets a term of value zero whose derivative is NaN times the
+    sum of the input tangents where the result is not successful, and exactly
+    0 elsewhere (successful members' derivatives unchanged, per `vmap` member).
+
+    Args:
+        solution: the path's `Solution`.
+        differentiated: every input of the solve (system, law, force, initial
+            state, times); their inexact arrays are what derivatives flow from.
+    """
+    leaves = jax.tree.leaves(eqx.filter(differentiated, eqx.is_inexact_array))
+    if not leaves:
+        return solution
+    anchor = sum(jnp.sum(leaf) for leaf in leaves)
+    failed = solution.result != RESULTS.successful
+    poison = jax.lax.stop_gradient(jnp.where(failed, jnp.nan, 0.0))
+    dynamic, static = eqx.partition(solution, eqx.is_inexact_array)
+    dynamic = jax.tree.map(lambda x: _nan_tangent(x, anchor, poison), dynamic)
+    return eqx.combine(dynamic, static)
+
+
+def force_name(force: AbstractForce) -> str:
+    """How error messages name a force: its callable's name, or its class."""
+    if isinstance(force, FunctionForce):
+        fn = force.fn
+        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        return f"the force callable `{name}`"
+    return f"the force `{type(force).__name__}`"
+
+
+def check_force_output(force: AbstractForce | None, t0, q0, qd0) -> None:
+    """Raise `ValueError` naming the force unless ``force.force(t0, q0, qd0, x0)``
+    has shape ``()``, ``(1,)`` or ``(n_dof,)`` (broadcast to every coordinate).
+
+    Checked on shapes only (`jax.eval_shape`, nothing runs); its value at `t0`
+    is checked by `check_force_start`.
+    """
+    if force is None:
+        return
+    n = q0.shape[0]
+
+    def at_start():
+        return force.force(t0, q0, qd0, force.init_state(q0, qd0))
+
+    out = jax.eval_shape(at_start)
+    if not (
+        hasattr(out, "shape")
+        and out.shape in ((), (1,), (n,))
+        and jnp.issubdtype(out.dtype, jnp.number)
+    ):
+        shape = getattr(out, "shape", type(out).__name__)
+        raise ValueError(
+            f"{force_name(force)} must return a number or an array of shape "
+            f"({n},) (n_dof={n}) at (t, q, qd); got {shape}."
+        )
+
+
+def check_force_start(x, force: AbstractForce | None, t0, q0, qd0, throw: bool):
+    """The applied force at `t0`, once per solve: finite, else the solve is
+    `RESULTS.nonfinite_state` (with `throw`, an error naming the force).
+
+    Args:
+        x: a pytree the solve depends on, returned through `eqx.error_if`.
+        force, t0, q0, qd0: as handed to the path.
+        throw: raise (before the solve runs) or only report.
+
+    Returns:
+        ``(x, nonfinite)``: `nonfinite` a boolean scalar (one per `vmap`
+        member) for `finish`.
+    """
+    if force is None:
+        return x, jnp.asarray(False)
+    tau0 = force.force(t0, q0, qd0, force.init_state(q0, qd0))
+    nonfinite = ~jnp.all(jnp.isfinite(tau0))
+    if throw:
+        x = eqx.error_if(
+            x,
+            nonfinite,
+            f"{force_name(force)} returned a non-finite value (NaN or inf) at t0.",
+        )
+    return x, nonfinite
+
+
+def finish(solution, throw: bool, *, nonfinite_force=None, differentiated=()):
+    """Raise on a failed result when `throw`, as `diffrax.diffeqsolve` does.
+
+    `nonfinite_force` (from `check_force_start`) marks the solution
+    `RESULTS.nonfinite_state`. A failed solution's derivatives with respect to
+    `differentiated` (the solve's inputs) are NaN (`_poison_failed`).
+    """
+    if nonfinite_force is not None:
+        result = RESULTS.where(
+            nonfinite_force, RESULTS.nonfinite_state, solution.result
+        )
+        solution = eqx.tree_at(lambda s: s.result, solution, result)
+    solution = _poison_failed(solution, differentiated)
     if throw:
         solution = solution.result.error_if(
             solution, solution.result != RESULTS.successful

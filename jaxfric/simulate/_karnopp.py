@@ -31,6 +31,7 @@ from ..friction._karnopp import Karnopp
 from ..systems._base import AbstractSystem
 from ._common import default_adjoint
 from ._kikuuwe import (
+    FixedStep,
     StageStepRK4,
     applied_force,
     finish_result,
@@ -164,11 +165,13 @@ def simulate_karnopp(
 
     Options used: `solver` (default classical RK4; `diffrax.Euler` or any
     explicit Runge-Kutta solver, e.g. `diffrax.Heun()`), `dt0` (the fixed step,
-    default 1e-3 s; the band must be wider than one step's change of velocity,
-    ``dv > |q̈| dt0``, or elements step across it), `max_steps` (the number of
-    steps ``ceil((t1 − t0) / dt0)`` must not exceed it: otherwise
-    `RESULTS.max_steps_reached`). `friction_state0` must be `None`; `rtol`,
-    `atol`, `dtmax` are not used.
+    ``0 < dt0 <= t1 − t0``, default ``min(1e-3, t1 − t0)`` s, the last step
+    shorter to end on ``t1`` (`FixedStep`); the band must be wider than one
+    step's change of velocity, ``dv > |q̈| dt0``, or elements step across it),
+    `max_steps` (the number of steps ``ceil((t1 − t0) / dt0)`` must not exceed
+    it: otherwise `RESULTS.max_steps_reached`). `friction_state0` must be
+    `None` (the law has no internal state); `rtol`, `atol`, `dtmax` are not
+    used.
 
     Returns:
         A `Solution` with `qd` the kinematic velocity (exactly zero slip velocity
@@ -177,11 +180,9 @@ def simulate_karnopp(
         `friction` Karnopp's force; `modes` ``0`` in the band, else ``sign(s)``;
         no events.
     """
-    if options.friction_state0 is not None:
-        raise ValueError("the Karnopp law has no internal state: `friction_state0`.")
     solver = StageStepRK4() if options.solver is None else options.solver
     per_step, extra = _num_stages(solver)
-    dt = step_size(options.dt0)
+    dt = step_size(options.dt0, t0, t1)
 
     field = _KarnoppField(system, friction, force)
 
@@ -194,7 +195,7 @@ def simulate_karnopp(
         (q0, qd0, initial_force_state(force, q0, qd0)),
         args=(0.0, None),  # StageStepRK4 sets the first entry; unused here
         saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.ConstantStepSize(),
+        stepsize_controller=FixedStep(),
         max_steps=options.max_steps,
         adjoint=default_adjoint(options),
         throw=False,

@@ -10,12 +10,11 @@ import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 
-from .._check import check_range
 from .._types import Float, Scalar, State, Vector
 from ..forces._base import AbstractForce
 from ..friction._kikuuwe import Kikuuwe
 from ..systems._base import AbstractSystem
-from ._common import default_adjoint
+from ._common import classify, default_adjoint
 from ._solution import RESULTS, Solution
 
 DEFAULT_DT = 1e-3
@@ -99,21 +98,55 @@ def initial_force_state(force: AbstractForce | None, q0: Vector, qd0: Vector) ->
     return jnp.asarray(force.init_state(q0, qd0), dtype=q0.dtype)
 
 
-def step_size(dt0) -> float | jax.Array:
-    """The fixed step of the path: `dt0`, default `DEFAULT_DT` (1e-3 s)."""
-    dt = DEFAULT_DT if dt0 is None else dt0
-    check_range("dt0", dt, lower=0.0, lower_open=True)
-    return dt
+def step_size(dt0, t0, t1) -> float | jax.Array:
+    """The fixed step of the path: `dt0` (``0 < dt0 <= t1 − t0``, checked by
+    `simulate`), default ``min(DEFAULT_DT, t1 − t0)``."""
+    if dt0 is None:
+        return jnp.minimum(DEFAULT_DT, jnp.asarray(t1) - t0)
+    return dt0
+
+
+class FixedStep(diffrax.AbstractStepSizeController):
+    """Steps of exactly ``dt0`` from ``t0`` (step ``k`` ends at ``t0 + k·dt0``),
+    the last one shorter so that it ends exactly on ``t1``.
+
+    `diffrax.ConstantStepSize` spreads ``t1 − t0`` evenly over
+    ``ceil((t1 − t0) / dt0)`` steps after a first step of ``dt0``, so when
+    `dt0` does not divide the interval no step but the first has the length
+    the user asked for (and the Kikuuwe law is evaluated at a step it was not
+    given). A last step within diffrax's end tolerance (~100 ulp) of ``t1`` is
+    merged into the one before.
+    """
+
+    def wrap(self, direction):
+        return self
+
+    def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
+        del terms, y0, args, func, error_order
+        state = (jnp.asarray(1, dtype=jnp.int32), t0, dt0, t1)
+        return jnp.minimum(t0 + dt0, t1), state
+
+    def adapt_step_size(
+        self, t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state
+    ):
+        del t0, y0, y1_candidate, args, y_error, error_order
+        steps, start, dt, end = controller_state
+        steps = steps + 1
+        # t0 + k·dt0, not a running sum of dt0 (no accumulated rounding).
+        next_t1 = jnp.minimum(start + steps.astype(jnp.result_type(dt)) * dt, end)
+        state = (steps, start, dt, end)
+        return True, t1, next_t1, False, state, diffrax.RESULTS.successful
 
 
 def finish_result(sol: diffrax.Solution, *arrays) -> RESULTS:
-    """diffrax's result code, or `nonfinite` when a saved value is NaN/inf."""
-    result = RESULTS.promote(sol.result)
+    """diffrax's result code, or `RESULTS.nonfinite_state` when a saved value is
+    NaN or inf (a fixed step accepts every step, so a NaN runs on to `t1`)."""
+    result = classify(sol.result)
     finite = jnp.array(True)
     for a in arrays:
         finite = finite & jnp.all(jnp.isfinite(a))
     return RESULTS.where(
-        (result == RESULTS.successful) & ~finite, RESULTS.nonfinite, result
+        (result == RESULTS.successful) & ~finite, RESULTS.nonfinite_state, result
     )
 
 
@@ -168,7 +201,9 @@ def simulate_kikuuwe(
     ``f, ė = Z(J q̇, e; τ)`` (Eq. 19) and ``q̈ = M⁻¹(τ − h − Jᵀ f)``
     (Kikuuwe & Yamamoto, Eq. 13 and 22).
 
-    Options used: `dt0` (the fixed step, default 1e-3 s; stability needs roughly
+    Options used: `dt0` (the fixed step, ``0 < dt0 <= t1 − t0``, default
+    ``min(1e-3, t1 − t0)`` s; the last step is shorter and ends on ``t1`` when
+    `dt0` does not divide the interval (`FixedStep`); stability needs roughly
     ``dt0 < 2 √(m / K)`` for an element of inertia ``m``), `max_steps` (the
     number of steps ``ceil((t1 − t0) / dt0)`` must not exceed it: otherwise
     `RESULTS.max_steps_reached`), `friction_state0` (initial ``e``, default 0).
@@ -184,7 +219,7 @@ def simulate_kikuuwe(
             "the Kikuuwe path integrates with its own generalised RK4 "
             "(Kikuuwe & Yamamoto, Eq. 21); `solver` must be None."
         )
-    dt = step_size(options.dt0)
+    dt = step_size(options.dt0, t0, t1)
     m = system.n_friction
     if options.friction_state0 is None:
         e0 = friction.init_state(system.slip_velocity(q0, qd0))
@@ -207,7 +242,7 @@ def simulate_kikuuwe(
         y0,
         args=(0.0, None),
         saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.ConstantStepSize(),
+        stepsize_controller=FixedStep(),
         max_steps=options.max_steps,
         adjoint=default_adjoint(options),
         throw=False,

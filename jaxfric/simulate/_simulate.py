@@ -20,10 +20,14 @@ from ..systems._base import AbstractSystem
 from . import _karnopp, _kikuuwe, _smooth, _switch
 from ._common import (
     as_force,
+    check_force_output,
+    check_force_start,
     check_interval,
     check_jump_times,
     check_law_size,
+    check_step_options,
     check_system,
+    default_adjoint,
     finish,
     save_times,
     state_vector,
@@ -128,12 +132,20 @@ def simulate(
         raise ValueError(f"`max_events` must be >= 1; got {max_events}.")
     if max_steps < 1:
         raise ValueError(f"`max_steps` must be >= 1; got {max_steps}.")
+    fixed_step = isinstance(friction, Karnopp | Kikuuwe)
+    check_step_options(rtol, atol, dt0, dtmax, t0, t1, fixed_step)
     q0 = state_vector("q0", q0, system.n_dof)
     qd0 = state_vector("qd0", qd0, system.n_dof)
     ts = save_times(t0, t1, ts, num_save)
     if friction_state0 is not None:
+        if not isinstance(friction, AbstractDynamicLaw | Kikuuwe):
+            raise ValueError(
+                f"`friction_state0` was given, but {type(friction).__name__} has no "
+                "internal state (only LuGre, Dahl and Kikuuwe laws have one)."
+            )
         check_finite("friction_state0", friction_state0)
     force = as_force(force)
+    check_force_output(force, t0, q0, qd0)
     jump_ts = check_jump_times(force, jump_ts)
     options = Options(
         solver,
@@ -147,13 +159,25 @@ def simulate(
         friction_state0,
         adjoint,
     )
-    return _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw)
+    try:
+        return _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw)
+    except TypeError as e:
+        # JAX's words when `jax.jvp` meets the reverse-mode adjoint's custom_vjp.
+        if "forward-mode" not in str(e) or "custom_vjp" not in str(e):
+            raise
+        adjoint_name = type(default_adjoint(options)).__name__
+        raise TypeError(
+            "`simulate` was differentiated in forward mode (`jax.jvp`, "
+            f"`jax.jacfwd`), but its adjoint `diffrax.{adjoint_name}` supports "
+            "reverse mode only: pass `adjoint=diffrax.ForwardMode()`."
+        ) from e
 
 
 @eqx.filter_jit
 def _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw):
     # Compiled once per structure: a second call with new numbers (same shapes,
     # law type and options) reuses the compiled solve instead of retracing.
+    q0, nonfinite_force = check_force_start(q0, force, t0, q0, qd0, throw)
     args = (system, friction, force, q0, qd0, t0, t1, ts, options)
     if isinstance(friction, AbstractSetValuedLaw):
         sol = _switch.simulate_switch(*args, adjoint=options.adjoint)
@@ -167,4 +191,4 @@ def _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw):
         sol = _karnopp.simulate_karnopp(*args)
     else:
         raise TypeError(f"no simulation path for {type(friction).__name__}.")
-    return finish(sol, throw)
+    return finish(sol, throw, nonfinite_force=nonfinite_force, differentiated=args[:-1])

@@ -29,8 +29,8 @@ from .._types import Float, Int, SlipVector, State, Vector
 from ..forces._base import AbstractForce
 from ..friction._base import AbstractDynamicLaw, AbstractSmoothLaw
 from ..systems._base import AbstractSystem
-from ._common import default_adjoint, state_vector, step_controller
-from ._solution import RESULTS, Solution
+from ._common import classify, default_adjoint, state_vector, step_controller
+from ._solution import Solution
 
 # Defaults. Smooth laws: the tolerance must sit far below the regularisation
 # error (order eps) so that the eps study measures the law, not the solver.
@@ -246,7 +246,7 @@ def _solve(
         ts=ts,
         event_times=jnp.zeros((0,), dtype=ts.dtype),
         stats=stats,
-        result=RESULTS.promote(sol.result),
+        result=classify(sol.result),
         **fields,
     )
 
@@ -274,13 +274,9 @@ def simulate_smooth(
     Returns:
         A `Solution` with ``friction_state`` of shape ``(t, 0)``, ``modes =
         sign(s)`` and no events. ``result`` is diffrax's result code (e.g.
-        ``max_steps_reached``) promoted to `jaxfric.simulate.RESULTS`.
+        ``max_steps_reached``) promoted to `jaxfric.simulate.RESULTS`;
+        ``nonfinite_state`` when the state or the force became NaN or inf.
     """
-    if options.friction_state0 is not None:
-        raise ValueError(
-            f"`friction_state0` was given, but {type(friction).__name__} is a "
-            "memoryless law with no internal state."
-        )
     solver = diffrax.Tsit5() if options.solver is None else options.solver
     rtol = SMOOTH_RTOL if options.rtol is None else options.rtol
     atol = SMOOTH_ATOL if options.atol is None else options.atol

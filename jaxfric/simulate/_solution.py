@@ -20,6 +20,11 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "No consistent set of stick/slip modes was found for the stuck elements "
         "(the Delassus system may be singular: redundant friction elements)."
     )
+    nonfinite_state = (
+        "The state or the applied force became non-finite (NaN or inf) during the "
+        "solve: check the force callable, the parameters and the initial state. "
+        "This is not a step-size problem; more `max_steps` will not help."
+    )
 
 
 class Solution(eqx.Module):

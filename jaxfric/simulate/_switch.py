@@ -39,7 +39,7 @@ from .._types import Array, Bool, Float, Int, Vector
 from ..forces._base import AbstractForce
 from ..friction._base import AbstractSetValuedLaw
 from ..systems._base import AbstractSystem
-from ._common import step_controller
+from ._common import classify, step_controller
 from ._dip import DipGuard, after_dip, marker_free_norm, no_dip
 from ._solution import RESULTS, Solution
 from ._stick import (
@@ -569,11 +569,11 @@ def simulate_switch(
             jnp.where(take[:, None], c.modes[None, :], c.saved[3]),
         )
 
-        # With an explicit solver only the event's root find gives these.
-        root_failed = (
-            (sol.result == diffrax.RESULTS.nonlinear_max_steps_reached)
-            | (sol.result == diffrax.RESULTS.nonlinear_divergence)
-            | (sol.result == diffrax.RESULTS.nonfinite)
+        # With an explicit solver only the event's root find gives these; a
+        # non-finite solve (a NaN state or force) is `classify`'s
+        # `nonfinite_state`, not a step-size or root-finding problem.
+        root_failed = (sol.result == diffrax.RESULTS.nonlinear_max_steps_reached) | (
+            sol.result == diffrax.RESULTS.nonlinear_divergence
         )
 
         # Which elements switch: the one that triggered, and any slipping one
@@ -608,7 +608,7 @@ def simulate_switch(
             RESULTS.where(
                 root_failed,
                 RESULTS.event_location_failed,
-                RESULTS.promote(sol.result),
+                classify(sol.result),
             ),
         )
         # The budget is spent at the event after the `max_events`-th: stop there
