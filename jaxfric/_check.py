@@ -1,9 +1,17 @@
 """Validation helpers shared by every constructor and entry point.
 
-Checks run on concrete values only: a value that is a JAX tracer (a module built
-inside `jit`/`vmap`) cannot be inspected, so it is passed through; traced values
-are checked at run time with `eqx.error_if` where the entry point needs it.
+The `check_*` helpers run on concrete values only: a value that is a JAX tracer
+(a module built inside `jit`, `vmap` or `grad`) cannot be inspected, so it is
+passed through. Laws, systems and forces therefore *declare* their parameter
+ranges once, as `InRange`, `AtLeast` and `Increasing` objects returned by their
+``parameter_checks()`` method; the same declaration raises the `ValueError` at
+construction (`raise_if_invalid`, through the helpers) and gives the traced
+boolean (`invalid`) that `jaxfric.simulate` turns into an `eqx.error_if` or a
+`RESULTS.invalid_parameters` code.
 """
+
+import abc
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -68,15 +76,20 @@ def check_range(
         return
     check_finite(name, value)
     arr = np.asarray(value)
-    lo = "-inf" if lower is None else repr(float(lower))
-    hi = "inf" if upper is None else repr(float(upper))
-    allowed = f"{'(' if lower_open or lower is None else '['}{lo}, {hi}]"
+    allowed = _allowed_range(lower, upper, lower_open)
     if lower is not None:
         bad = arr <= lower if lower_open else arr < lower
         if np.any(bad):
             raise ValueError(f"`{name}` must lie in {allowed}, got {arr!r}.")
     if upper is not None and np.any(arr > upper):
         raise ValueError(f"`{name}` must lie in {allowed}, got {arr!r}.")
+
+
+def _allowed_range(lower, upper, lower_open: bool) -> str:
+    """The interval `check_range` allows, as its messages write it."""
+    lo = "-inf" if lower is None else repr(float(lower))
+    hi = "inf" if upper is None else repr(float(upper))
+    return f"{'(' if lower_open or lower is None else '['}{lo}, {hi}]"
 
 
 def check_ge(name: str, value, other_name: str, other) -> None:
@@ -92,10 +105,14 @@ def check_ge(name: str, value, other_name: str, other) -> None:
             "do not broadcast."
         ) from e
     if not ok:
-        raise ValueError(
-            f"`{name}` must be >= `{other_name}` (static limit at least the kinetic "
-            f"level), got {name}={a!r}, {other_name}={b!r}."
-        )
+        got = f"got {name}={a!r}, {other_name}={b!r}"
+        raise ValueError(f"{_ge_requirement(name, other_name)}, {got}.")
+
+
+def _ge_requirement(name: str, other_name: str) -> str:
+    return (
+        f"`{name}` must be >= `{other_name}` (static limit at least the kinetic level)"
+    )
 
 
 def check_broadcastable(names_values: dict) -> tuple[int, ...]:
@@ -143,5 +160,119 @@ def check_knots(ts, values, noun: str = "samples") -> None:
         )
     check_finite("ts", ts)
     check_finite("values", values)
-    if is_concrete(ts) and np.any(np.diff(np.asarray(ts)) <= 0):
-        raise ValueError("`ts` must be strictly increasing.")
+    check_increasing("ts", ts)
+
+
+def check_increasing(name: str, value) -> None:
+    """Raise `ValueError` naming `name` unless the 1-D `value` strictly increases."""
+    if is_concrete(value) and np.any(np.diff(np.asarray(value)) <= 0):
+        raise ValueError(f"`{name}` must be strictly increasing.")
+
+
+class AbstractCheck(abc.ABC):
+    """One declared parameter check: a name, its (possibly traced) value and the
+    allowed range or relation."""
+
+    @abc.abstractmethod
+    def raise_if_invalid(self) -> None:
+        """Raise `ValueError` on a concrete violation; a tracer passes."""
+
+    @abc.abstractmethod
+    def invalid(self) -> jax.Array:
+        """A boolean scalar, traceable: True if any entry violates the check
+        (a NaN always does)."""
+
+    @abc.abstractmethod
+    def requirement(self) -> str:
+        """The rule in words, naming the parameter (static text)."""
+
+    def is_traced(self) -> bool:
+        """True if a value is a tracer, so `raise_if_invalid` could not check it."""
+        values = [getattr(self, f.name) for f in dataclasses.fields(self)]
+        return not all(is_concrete(v) for v in jax.tree_util.tree_leaves(values))
+
+
+@dataclasses.dataclass(frozen=True)
+class InRange(AbstractCheck):
+    """`value` finite and in ``[lower, upper]`` (``(lower, upper]`` with
+    `lower_open`); with no bounds, only finite. As `check_range`."""
+
+    name: str
+    value: object
+    lower: float | None = None
+    upper: float | None = None
+    lower_open: bool = False
+
+    def raise_if_invalid(self) -> None:
+        if self.lower is None and self.upper is None:
+            check_finite(self.name, self.value)
+        else:
+            check_range(
+                self.name,
+                self.value,
+                lower=self.lower,
+                upper=self.upper,
+                lower_open=self.lower_open,
+            )
+
+    def invalid(self) -> jax.Array:
+        v = jnp.asarray(self.value)
+        bad = ~jnp.isfinite(v)
+        if self.lower is not None:
+            bad = bad | ((v <= self.lower) if self.lower_open else (v < self.lower))
+        if self.upper is not None:
+            bad = bad | (v > self.upper)
+        return jnp.any(bad)
+
+    def requirement(self) -> str:
+        if self.lower is None and self.upper is None:
+            return f"`{self.name}` must be finite"
+        allowed = _allowed_range(self.lower, self.upper, self.lower_open)
+        return f"`{self.name}` must lie in {allowed}"
+
+
+@dataclasses.dataclass(frozen=True)
+class AtLeast(AbstractCheck):
+    """``value >= other`` elementwise (a static limit at least the kinetic
+    level, e.g. ``fs >= fc``). As `check_ge`."""
+
+    name: str
+    value: object
+    other_name: str
+    other: object
+
+    def raise_if_invalid(self) -> None:
+        check_ge(self.name, self.value, self.other_name, self.other)
+
+    def invalid(self) -> jax.Array:
+        # ~(a >= b), not a < b: a NaN on either side is a violation.
+        return jnp.any(~(jnp.asarray(self.value) >= jnp.asarray(self.other)))
+
+    def requirement(self) -> str:
+        return _ge_requirement(self.name, self.other_name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Increasing(AbstractCheck):
+    """A 1-D `value` (sample times) finite and strictly increasing. As
+    `check_finite` and `check_increasing`."""
+
+    name: str
+    value: object
+
+    def raise_if_invalid(self) -> None:
+        check_finite(self.name, self.value)
+        check_increasing(self.name, self.value)
+
+    def invalid(self) -> jax.Array:
+        v = jnp.asarray(self.value)
+        return jnp.any(~jnp.isfinite(v)) | jnp.any(~(jnp.diff(v) > 0))
+
+    def requirement(self) -> str:
+        return f"`{self.name}` must be finite and strictly increasing"
+
+
+def raise_if_invalid(checks) -> None:
+    """Run declared checks on concrete values (`__check_init__`), in order."""
+    for check in checks:
+        check.raise_if_invalid()

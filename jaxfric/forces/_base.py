@@ -12,11 +12,25 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._check import AbstractCheck, InRange, raise_if_invalid
 from .._types import State, Vector
 
 
 class AbstractForce(eqx.Module):
     """Base of applied forces and controllers."""
+
+    def parameter_checks(self) -> tuple[AbstractCheck, ...]:
+        """The ranges of this force's own parameters (a force, trajectory or
+        system inside it declares its own), checked on concrete values at
+        construction and on traced values inside `jaxfric.simulate`. Default:
+        none.
+        """
+        return ()
+
+    def __check_init__(self):
+        # Runs after the subclass's own (shape) checks: equinox calls every
+        # class's `__check_init__` along the MRO.
+        raise_if_invalid(self.parameter_checks())
 
     @abc.abstractmethod
     def init_state(self, q0: Vector, qd0: Vector) -> State:
@@ -75,6 +89,9 @@ class Constant(AbstractStatelessForce):
     """A constant applied force ``τ = value`` (N or N·m, scalar or per coordinate)."""
 
     value: Float[Array, "..."] = eqx.field(converter=lambda v: jnp.asarray(v, float))
+
+    def parameter_checks(self):
+        return (InRange("value", self.value),)
 
     def __call__(self, t, q, qd):
         return self.value

@@ -15,7 +15,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array
 
-from .._check import as_float, check_broadcastable, check_range
+from .._check import InRange, as_float, check_broadcastable
 from .._types import Float, State, Vector
 from ..systems._base import AbstractSystem
 from ._base import AbstractForce, AbstractStatelessForce
@@ -37,10 +37,9 @@ class SmoothTrajectory(Trajectory, Protocol):
     def acceleration(self, t): ...
 
 
-def _check_gains(names_values: dict) -> None:
-    check_broadcastable(names_values)
-    for name, value in names_values.items():
-        check_range(name, value, lower=0.0)
+def _gain_checks(module, names) -> tuple[InRange, ...]:
+    """Gains are finite and ``>= 0``."""
+    return tuple(InRange(n, getattr(module, n), lower=0.0) for n in names)
 
 
 def _tracking_error(reference: Trajectory, t, q: Vector, qd: Vector):
@@ -63,7 +62,10 @@ class PD(AbstractStatelessForce):
     kd: Float[Array, "..."] = eqx.field(converter=as_float)
 
     def __check_init__(self):
-        _check_gains({"kp": self.kp, "kd": self.kd})
+        check_broadcastable({"kp": self.kp, "kd": self.kd})
+
+    def parameter_checks(self):
+        return _gain_checks(self, ("kp", "kd"))
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
         error, error_rate = _tracking_error(self.reference, t, q, qd)
@@ -89,7 +91,10 @@ class PID(AbstractForce):
     kd: Float[Array, "..."] = eqx.field(converter=as_float)
 
     def __check_init__(self):
-        _check_gains({"kp": self.kp, "ki": self.ki, "kd": self.kd})
+        check_broadcastable({"kp": self.kp, "ki": self.ki, "kd": self.kd})
+
+    def parameter_checks(self):
+        return _gain_checks(self, ("kp", "ki", "kd"))
 
     def init_state(self, q0: Vector, qd0: Vector) -> State:
         return jnp.zeros_like(q0)
@@ -124,7 +129,10 @@ class ComputedTorque(AbstractStatelessForce):
     kd: Float[Array, "..."] = eqx.field(converter=as_float)
 
     def __check_init__(self):
-        _check_gains({"kp": self.kp, "kd": self.kd})
+        check_broadcastable({"kp": self.kp, "kd": self.kd})
+
+    def parameter_checks(self):
+        return _gain_checks(self, ("kp", "kd"))
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
         error, error_rate = _tracking_error(self.reference, t, q, qd)

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from .._check import as_float, check_finite, check_knots, check_range
+from .._check import Increasing, InRange, as_float, check_knots
 from .._math import sin, sincos
 from .._types import Float, ScalarLike, Vector
 from ._base import AbstractStatelessForce
@@ -54,10 +54,14 @@ class Sine(AbstractStatelessForce):
     def __check_init__(self):
         names = ("amplitude", "omega", "phase", "offset")
         _check_coordinate_shape("Sine", {n: getattr(self, n) for n in names})
-        check_finite("amplitude", self.amplitude)
-        check_range("omega", self.omega, lower=0.0)
-        check_finite("phase", self.phase)
-        check_finite("offset", self.offset)
+
+    def parameter_checks(self):
+        return (
+            InRange("amplitude", self.amplitude),
+            InRange("omega", self.omega, lower=0.0),
+            InRange("phase", self.phase),
+            InRange("offset", self.offset),
+        )
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
         return self.offset + self.amplitude * sin(self.omega * t + self.phase)
@@ -104,10 +108,14 @@ class FourierSeries(AbstractStatelessForce):
         _check_coordinate_shape(
             "FourierSeries", {"a[0]": self.a[0], "offset": self.offset}
         )
-        check_finite("a", self.a)
-        check_finite("b", self.b)
-        check_range("omega", self.omega, lower=0.0, lower_open=True)
-        check_finite("offset", self.offset)
+
+    def parameter_checks(self):
+        return (
+            InRange("a", self.a),
+            InRange("b", self.b),
+            InRange("omega", self.omega, lower=0.0, lower_open=True),
+            InRange("offset", self.offset),
+        )
 
     def _harmonics(self, t):
         """``(l ω, sin(l ω t), cos(l ω t))`` shaped to broadcast against `a`."""
@@ -160,6 +168,9 @@ class Tabulated(AbstractStatelessForce):
                 f"`kind` must be one of {_TABULATED_KINDS}; got {self.kind!r}."
             )
         check_knots(self.ts, self.values, "samples")
+
+    def parameter_checks(self):
+        return (Increasing("ts", self.ts), InRange("values", self.values))
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
         n = self.ts.shape[0]

@@ -17,6 +17,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import ArrayLike
 
+from .._check import AbstractCheck, raise_if_invalid
 from .._types import Float, SlipVector
 
 
@@ -24,6 +25,18 @@ class AbstractFrictionLaw(eqx.Module):
     """Base of every friction law. Subclasses are strategy objects passed to
     `jaxfric.simulate`; the family a law belongs to picks the simulation path.
     """
+
+    def parameter_checks(self) -> tuple[AbstractCheck, ...]:
+        """The ranges of this law's own parameters (a law inside it declares
+        its own), checked on concrete values at construction and on traced
+        values inside `jaxfric.simulate`. Default: none.
+        """
+        return ()
+
+    def __check_init__(self):
+        # Runs after the subclass's own (shape) checks: equinox calls every
+        # class's `__check_init__` along the MRO.
+        raise_if_invalid(self.parameter_checks())
 
 
 class AbstractSetValuedLaw(AbstractFrictionLaw):

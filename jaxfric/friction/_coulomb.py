@@ -6,11 +6,11 @@ import jax.numpy as jnp
 from jaxtyping import Array
 
 from .._check import (
+    AtLeast,
+    InRange,
     as_float,
     as_optional_float,
     check_broadcastable,
-    check_ge,
-    check_range,
 )
 from .._types import Float, SlipVector
 from ._base import AbstractSetValuedLaw
@@ -54,11 +54,15 @@ class Coulomb(AbstractSetValuedLaw):
         levels = {"fc": self.fc, "fs": self.fs}
         if self.fv is not None:
             levels["fv"] = self.fv
-            check_range("fv", self.fv, lower=0.0)
         check_broadcastable(levels)
-        check_range("fc", self.fc, lower=0.0)
-        check_range("fs", self.fs, lower=0.0)
-        check_ge("fs", self.fs, "fc", self.fc)
+
+    def parameter_checks(self):
+        viscous = () if self.fv is None else (InRange("fv", self.fv, lower=0.0),)
+        return viscous + (
+            InRange("fc", self.fc, lower=0.0),
+            InRange("fs", self.fs, lower=0.0),
+            AtLeast("fs", self.fs, "fc", self.fc),
+        )
 
     def slip_force(self, slip_velocity, direction) -> SlipVector:
         v = jnp.asarray(slip_velocity)
@@ -96,8 +100,10 @@ class CoulombViscous(AbstractSetValuedLaw):
                 "fv_neg": self.fv_neg,
             }
         )
-        for name in ("fc_pos", "fc_neg", "fv_pos", "fv_neg"):
-            check_range(name, getattr(self, name), lower=0.0)
+
+    def parameter_checks(self):
+        names = ("fc_pos", "fc_neg", "fv_pos", "fv_neg")
+        return tuple(InRange(n, getattr(self, n), lower=0.0) for n in names)
 
     def slip_force(self, slip_velocity, direction) -> SlipVector:
         v = jnp.asarray(slip_velocity)
@@ -144,12 +150,16 @@ class Stribeck(AbstractSetValuedLaw):
                 "delta": self.delta,
             }
         )
-        check_range("fc", self.fc, lower=0.0)
-        check_range("fs", self.fs, lower=0.0)
-        check_ge("fs", self.fs, "fc", self.fc)
-        check_range("vs", self.vs, lower=0.0, lower_open=True)
-        check_range("fv", self.fv, lower=0.0)
-        check_range("delta", self.delta, lower=0.0, lower_open=True)
+
+    def parameter_checks(self):
+        return (
+            InRange("fc", self.fc, lower=0.0),
+            InRange("fs", self.fs, lower=0.0),
+            AtLeast("fs", self.fs, "fc", self.fc),
+            InRange("vs", self.vs, lower=0.0, lower_open=True),
+            InRange("fv", self.fv, lower=0.0),
+            InRange("delta", self.delta, lower=0.0, lower_open=True),
+        )
 
     def stribeck_curve(self, slip_velocity) -> SlipVector:
         """``g(v) = fc + (fs − fc)·exp(−|v/vs|^delta)``, N or N·m (>= 0)."""

@@ -7,11 +7,11 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike
 
 from .._check import (
+    AtLeast,
+    InRange,
     as_float,
     as_optional_float,
     check_broadcastable,
-    check_ge,
-    check_range,
 )
 from .._types import Float, SlipVector
 from ._base import AbstractFrictionLaw, AbstractSetValuedLaw
@@ -54,18 +54,24 @@ class Karnopp(AbstractFrictionLaw):
         self.slip_law = slip_law
 
     def __check_init__(self):
-        check_range("dv", self.dv, lower=0.0, lower_open=True)
         if self.breakaway is not None:
             check_broadcastable({"dv": self.dv, "breakaway": self.breakaway})
-            check_range("breakaway", self.breakaway, lower=0.0)
-            zero, one = jnp.zeros((1,)), jnp.ones((1,))
-            kinetic = jnp.maximum(
-                self.slip_law.slip_force(zero, one),
-                -self.slip_law.slip_force(zero, -one),
-            )
-            check_ge(
+
+    def parameter_checks(self):
+        band = (InRange("dv", self.dv, lower=0.0, lower_open=True),)
+        if self.breakaway is None:
+            return band
+        zero, one = jnp.zeros((1,)), jnp.ones((1,))
+        kinetic = jnp.maximum(
+            self.slip_law.slip_force(zero, one),
+            -self.slip_law.slip_force(zero, -one),
+        )
+        return band + (
+            InRange("breakaway", self.breakaway, lower=0.0),
+            AtLeast(
                 "breakaway", self.breakaway, "slip level at zero velocity", kinetic
-            )
+            ),
+        )
 
     def static_limit(self, direction: Float[ArrayLike, " m"]) -> SlipVector:
         """Breakaway level ``FH`` towards `direction` (``±1``), a magnitude, N or

@@ -13,7 +13,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike
 
-from .._check import as_float, check_broadcastable, check_range
+from .._check import InRange, as_float, check_broadcastable
 from .._types import Float, ScalarLike, SlipVector
 from ._base import AbstractFrictionLaw
 
@@ -61,9 +61,13 @@ class Kikuuwe(AbstractFrictionLaw):
 
     def __check_init__(self):
         check_broadcastable({"k": self.k, "b": self.b, "f": self.f})
-        check_range("k", self.k, lower=0.0, lower_open=True)
-        check_range("b", self.b, lower=0.0, lower_open=True)
-        check_range("f", self.f, lower=0.0)
+
+    def parameter_checks(self):
+        return (
+            InRange("k", self.k, lower=0.0, lower_open=True),
+            InRange("b", self.b, lower=0.0, lower_open=True),
+            InRange("f", self.f, lower=0.0),
+        )
 
     def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
         """Initial spring displacement ``e``: zero (m or rad), one per element."""

@@ -9,7 +9,14 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike
 
-from .._check import as_float, check_broadcastable, check_ge, check_range
+from .._check import (
+    AtLeast,
+    InRange,
+    as_float,
+    check_broadcastable,
+    check_ge,
+    check_range,
+)
 from .._types import Float, SlipVector
 from ._base import AbstractDynamicLaw
 
@@ -61,13 +68,17 @@ class LuGre(AbstractDynamicLaw):
                 "vs": self.vs,
             }
         )
-        check_range("sigma0", self.sigma0, lower=0.0, lower_open=True)
-        check_range("sigma1", self.sigma1, lower=0.0)
-        check_range("sigma2", self.sigma2, lower=0.0)
-        check_range("fc", self.fc, lower=0.0, lower_open=True)
-        check_range("fs", self.fs, lower=0.0, lower_open=True)
-        check_ge("fs", self.fs, "fc", self.fc)
-        check_range("vs", self.vs, lower=0.0, lower_open=True)
+
+    def parameter_checks(self):
+        return (
+            InRange("sigma0", self.sigma0, lower=0.0, lower_open=True),
+            InRange("sigma1", self.sigma1, lower=0.0),
+            InRange("sigma2", self.sigma2, lower=0.0),
+            InRange("fc", self.fc, lower=0.0, lower_open=True),
+            InRange("fs", self.fs, lower=0.0, lower_open=True),
+            AtLeast("fs", self.fs, "fc", self.fc),
+            InRange("vs", self.vs, lower=0.0, lower_open=True),
+        )
 
     @classmethod
     def from_friction_coefficients(
@@ -166,8 +177,12 @@ class Dahl(AbstractDynamicLaw):
 
     def __check_init__(self):
         check_broadcastable({"sigma0": self.sigma0, "fc": self.fc})
-        check_range("sigma0", self.sigma0, lower=0.0, lower_open=True)
-        check_range("fc", self.fc, lower=0.0, lower_open=True)
+
+    def parameter_checks(self):
+        return (
+            InRange("sigma0", self.sigma0, lower=0.0, lower_open=True),
+            InRange("fc", self.fc, lower=0.0, lower_open=True),
+        )
 
     def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
         """Relaxed bristles, ``z = 0``."""

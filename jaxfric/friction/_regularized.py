@@ -6,7 +6,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike
 
-from .._check import as_float, check_broadcastable, check_range
+from .._check import InRange, as_float, check_broadcastable
 from .._types import Float, SlipVector
 from ._base import AbstractSetValuedLaw, AbstractSmoothLaw
 
@@ -55,7 +55,10 @@ class Regularized(AbstractSmoothLaw):
         if self.kind not in _KINDS:
             raise ValueError(f"`kind` must be one of {_KINDS}; got {self.kind!r}.")
         check_broadcastable({"eps": self.eps})
-        check_range("eps", self.eps, lower=0.0, lower_open=True)
+
+    def parameter_checks(self):
+        # The wrapped law declares its own; `simulate` collects both.
+        return (InRange("eps", self.eps, lower=0.0, lower_open=True),)
 
     def smoothed_sign(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
         """The smooth replacement of ``sign(v)``, values in ``[-1, 1]``."""

@@ -14,7 +14,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
-from .._check import check_shape
+from .._check import AbstractCheck, check_shape, raise_if_invalid
 from .._types import Jacobian, Matrix, SlipVector, Vector
 
 
@@ -26,6 +26,18 @@ class AbstractSystem(eqx.Module):
 
     n_dof: eqx.AbstractVar[int]
     n_friction: eqx.AbstractVar[int]
+
+    def parameter_checks(self) -> tuple[AbstractCheck, ...]:
+        """The ranges of this system's parameters, checked on concrete values at
+        construction and on traced values inside `jaxfric.simulate`. Default:
+        none.
+        """
+        return ()
+
+    def __check_init__(self):
+        # Runs after the subclass's own (shape) checks: equinox calls every
+        # class's `__check_init__` along the MRO.
+        raise_if_invalid(self.parameter_checks())
 
     @abc.abstractmethod
     def mass_matrix(self, q: Vector) -> Matrix:

@@ -6,7 +6,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array
 
-from .._check import as_float, check_range
+from .._check import InRange, as_float
 from .._types import Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem
 
@@ -37,10 +37,14 @@ class Oscillator(AbstractSystem):
     n_friction: ClassVar[int] = 1
 
     def __check_init__(self):
-        check_range("mass", self.mass, lower=0.0, lower_open=True)
-        check_range("stiffness", self.stiffness, lower=0.0)
-        check_range("damping", self.damping, lower=0.0)
         _check_scalars(self, ("mass", "stiffness", "damping"))
+
+    def parameter_checks(self):
+        return (
+            InRange("mass", self.mass, lower=0.0, lower_open=True),
+            InRange("stiffness", self.stiffness, lower=0.0),
+            InRange("damping", self.damping, lower=0.0),
+        )
 
     def mass_matrix(self, q: Vector) -> Matrix:
         self.check_vectors(q=q)
@@ -78,10 +82,14 @@ class _AbstractTwoBody(AbstractSystem):
     def __check_init__(self):
         names = ("m1", "m2", "k1", "c1", "k2", "c2", "k12", "c12")
         _check_scalars(self, names)
-        check_range("m1", self.m1, lower=0.0, lower_open=True)
-        check_range("m2", self.m2, lower=0.0, lower_open=True)
-        for name in names[2:]:
-            check_range(name, getattr(self, name), lower=0.0)
+
+    def parameter_checks(self):
+        masses = tuple(
+            InRange(n, getattr(self, n), lower=0.0, lower_open=True)
+            for n in ("m1", "m2")
+        )
+        springs = ("k1", "c1", "k2", "c2", "k12", "c12")
+        return masses + tuple(InRange(n, getattr(self, n), lower=0.0) for n in springs)
 
     def mass_matrix(self, q: Vector) -> Matrix:
         self.check_vectors(q=q)

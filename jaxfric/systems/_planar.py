@@ -6,7 +6,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax.numpy as jnp
 
-from .._check import as_float, check_range
+from .._check import InRange, as_float
 from .._math import cos, sin, sincos
 from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem
@@ -57,10 +57,13 @@ class TwoLinkArm(AbstractSystem):
 
     def __check_init__(self):
         _check_scalars(self, _NAMES)
-        for name in ("m1", "m2", "l1", "l2"):
-            check_range(name, getattr(self, name), lower=0.0, lower_open=True)
-        for name in ("lc1", "lc2", "I1", "I2", "gravity", "damping"):
-            check_range(name, getattr(self, name), lower=0.0)
+
+    def parameter_checks(self):
+        positive = ("m1", "m2", "l1", "l2")
+        nonnegative = ("lc1", "lc2", "I1", "I2", "gravity", "damping")
+        return tuple(
+            InRange(n, getattr(self, n), lower=0.0, lower_open=True) for n in positive
+        ) + tuple(InRange(n, getattr(self, n), lower=0.0) for n in nonnegative)
 
     def mass_matrix(self, q: Vector) -> Matrix:
         self.check_vectors(q=q)
