@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._check import check_finite, check_range, is_concrete
+from .._check import AbstractCheck, check_finite, check_range, is_concrete
 from ..forces._base import AbstractForce, FunctionForce
 from ..friction._base import AbstractFrictionLaw
 from ..systems._base import AbstractSystem
@@ -236,6 +236,91 @@ def default_adjoint(options):
     return options.adjoint
 
 
+_CHECKED = (AbstractSystem, AbstractFrictionLaw, AbstractForce)
+
+
+def _is_checked(node) -> bool:
+    return isinstance(node, _CHECKED)
+
+
+def parameter_checks(tree) -> list[tuple[str, AbstractCheck]]:
+    """The declared checks (``parameter_checks()``) of every system, law and
+    force in `tree`, nested ones included (the law inside `Regularized` or
+    `Karnopp`, a controller's system or reference), each with its owner's
+    class name. The structure is static, so the list is fixed at trace time.
+    """
+    import dataclasses
+
+    import jax
+
+    found = []
+    for node in jax.tree_util.tree_leaves(tree, is_leaf=_is_checked):
+        if _is_checked(node):
+            found += [(type(node).__name__, c) for c in node.parameter_checks()]
+            fields = [getattr(node, f.name) for f in dataclasses.fields(node)]
+            found += parameter_checks(fields)
+    return found
+
+
+def raise_invalid_parameters(x, checks: list[tuple[str, AbstractCheck]]):
+    """Raise if a check of `parameter_checks` fails (`simulate` with ``throw``).
+
+    Concrete values fail with the constructors' `ValueError` (a module changed
+    with `eqx.tree_at` skipped them); traced values (a module built inside
+    `jit`, `vmap` or `grad`) through `eqx.branched_error_if`, whose message
+    names the owner, the parameter and its range (under `vmap`, the
+    latest-declared of the members' first violated checks). `simulate` calls
+    this before `_solve`, so under an eager `vmap` or `grad` a bad parameter
+    fails without compiling the solve.
+
+    Args:
+        x: a pytree the solve depends on (the initial state), returned through
+            the error check so that the check runs before the solve.
+        checks: from `parameter_checks`.
+
+    Returns:
+        `x`.
+    """
+    for _, check in checks:
+        check.raise_if_invalid()
+    traced = [(owner, check) for owner, check in checks if check.is_traced()]
+    if not traced:
+        return x
+    bad = jnp.stack([check.invalid() for _, check in traced])
+    msgs = [
+        f"Invalid parameter of {owner}: {check.requirement()}. (The value was "
+        "traced under jit, vmap or grad, so `simulate` checked it instead of the "
+        "constructor.)"
+        for owner, check in traced
+    ]
+    return eqx.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), msgs)
+
+
+def invalid_parameters(checks: list[tuple[str, AbstractCheck]]):
+    """True (a boolean scalar, one per `vmap` member) if a check of
+    `parameter_checks` fails; `finish` makes it `RESULTS.invalid_parameters`."""
+    if not checks:
+        return jnp.asarray(False)
+    return jnp.any(jnp.stack([check.invalid() for _, check in checks]))
+
+
+def _flag_invalid_parameters(solution, invalid):
+    """`RESULTS.invalid_parameters` and NaN states (value and gradient) where
+    `invalid`: a trajectory of invalid parameters is never plausible."""
+    # ×NaN rather than where(invalid, NaN, x): its gradient is NaN too, and
+    # ×1.0 leaves valid members bit for bit.
+    scale = jnp.where(invalid, jnp.nan, 1.0)
+    names = ("q", "qd", "friction", "slip_velocity", "friction_state")
+    names += ("force_state", "event_times")
+    solution = eqx.tree_at(
+        lambda s: [getattr(s, n) for n in names],
+        solution,
+        [getattr(solution, n) * scale for n in names],
+    )
+    result = RESULTS.where(invalid, RESULTS.invalid_parameters, solution.result)
+    return eqx.tree_at(lambda s: s.result, solution, result)
+
+
 @jax.custom_jvp
 def _nan_tangent(x, anchor, poison):
     """`x`, whose derivative gains ``poison · d(anchor)`` (see `_poison_failed`)."""
@@ -337,21 +422,35 @@ def check_force_start(x, force: AbstractForce | None, t0, q0, qd0, throw: bool):
     return x, nonfinite
 
 
-def finish(solution, throw: bool, *, nonfinite_force=None, differentiated=()):
+def finish(
+    solution,
+    throw: bool,
+    invalid_parameters=None,
+    *,
+    nonfinite_force=None,
+    differentiated=(),
+):
     """Raise on a failed result when `throw`, as `diffrax.diffeqsolve` does.
 
-    `nonfinite_force` (from `check_force_start`) marks the solution
-    `RESULTS.nonfinite_state`. A failed solution's derivatives with respect to
-    `differentiated` (the solve's inputs) are NaN (`_poison_failed`).
+    `invalid_parameters` (from the function of that name) marks the solution
+    `RESULTS.invalid_parameters`; `nonfinite_force` (from `check_force_start`)
+    marks it `RESULTS.nonfinite_state`. A failed solution's derivatives with
+    respect to `differentiated` (the solve's inputs) are NaN
+    (`_poison_failed`).
     """
     if nonfinite_force is not None:
         result = RESULTS.where(
             nonfinite_force, RESULTS.nonfinite_state, solution.result
         )
         solution = eqx.tree_at(lambda s: s.result, solution, result)
+    if invalid_parameters is not None:
+        solution = _flag_invalid_parameters(solution, invalid_parameters)
     solution = _poison_failed(solution, differentiated)
     if throw:
-        solution = solution.result.error_if(
-            solution, solution.result != RESULTS.successful
-        )
+        failed = solution.result != RESULTS.successful
+        # `simulate` raised already, naming the parameter; a second error would
+        # replace that message (XLA runs on after a failed callback, and
+        # `eqx.filter_jit` shows the last one).
+        failed = failed & (solution.result != RESULTS.invalid_parameters)
+        solution = solution.result.error_if(solution, failed)
     return solution

@@ -29,6 +29,9 @@ from ._common import (
     check_system,
     default_adjoint,
     finish,
+    invalid_parameters,
+    parameter_checks,
+    raise_invalid_parameters,
     save_times,
     state_vector,
 )
@@ -145,6 +148,10 @@ def simulate(
             )
         check_finite("friction_state0", friction_state0)
     force = as_force(force)
+    if throw:
+        # Before `_solve`: under an eager vmap or grad, fails without compiling.
+        checks = parameter_checks((system, friction, force))
+        q0 = raise_invalid_parameters(q0, checks)
     check_force_output(force, t0, q0, qd0)
     jump_ts = check_jump_times(force, jump_ts)
     options = Options(
@@ -177,6 +184,10 @@ def simulate(
 def _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw):
     # Compiled once per structure: a second call with new numbers (same shapes,
     # law type and options) reuses the compiled solve instead of retracing.
+    # Parameter ranges, once per solve (not per step): a module built under
+    # jit/vmap/grad skipped them at construction. `simulate` raised already
+    # with `throw`; here they give the result code.
+    invalid = invalid_parameters(parameter_checks((system, friction, force)))
     q0, nonfinite_force = check_force_start(q0, force, t0, q0, qd0, throw)
     args = (system, friction, force, q0, qd0, t0, t1, ts, options)
     if isinstance(friction, AbstractSetValuedLaw):
@@ -191,4 +202,6 @@ def _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw):
         sol = _karnopp.simulate_karnopp(*args)
     else:
         raise TypeError(f"no simulation path for {type(friction).__name__}.")
-    return finish(sol, throw, nonfinite_force=nonfinite_force, differentiated=args[:-1])
+    return finish(
+        sol, throw, invalid, nonfinite_force=nonfinite_force, differentiated=args[:-1]
+    )

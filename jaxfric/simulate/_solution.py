@@ -25,6 +25,11 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "solve: check the force callable, the parameters and the initial state. "
         "This is not a step-size problem; more `max_steps` will not help."
     )
+    invalid_parameters = (
+        "A parameter of the system, friction law or force left its allowed range "
+        "(a value traced under jit, vmap or grad, so not checked at construction); "
+        "the states are NaN. Run with `throw=True` to name the parameter."
+    )
 
 
 class Solution(eqx.Module):
