@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..._check import check_range, is_concrete
+from ..._check import InRange, check_range, is_concrete
 from ..._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
 from .._base import AbstractSystem
 from . import _dynamics, _kinematics
@@ -173,6 +173,14 @@ class RigidBodyTree(AbstractSystem):
         self.armature = _per_joint("armature", armature, n)
         self.friction_joints = _friction_indices(friction_joints, model.joint_names)
         _check_positive_definite(model, self.armature)
+
+    def parameter_checks(self):
+        # The per-joint numbers one identifies; the link inertias are checked
+        # (concrete only) when the model is built.
+        return (
+            InRange("damping", self.damping, lower=0.0),
+            InRange("armature", self.armature, lower=0.0),
+        )
 
     @classmethod
     def from_urdf(cls, path: str | os.PathLike, **kwargs) -> "RigidBodyTree":
