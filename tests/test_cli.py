@@ -245,7 +245,7 @@ def test_unwritable_results_are_one_line_errors(tmp_path, monkeypatch):
     [
         (b"[system\ntype = 1\n", "invalid TOML"),
         (b"\xff\xfe[system]\n", "not UTF-8"),
-        (_CONFIG.replace("t1 = 2.0", "t1 = 2.0\nrtol = -1.0").encode(), "'rtol'"),
+        (_CONFIG.replace("t1 = 2.0", "t1 = 2.0\nrtol = -1.0").encode(), "`rtol`"),
     ],
     ids=["syntax", "encoding", "range"],
 )

@@ -51,7 +51,7 @@ from .. import forces as _forces, friction as _friction, systems as _systems
 from .._check import check_finite, check_range
 from ..forces._base import AbstractForce
 from ..friction._base import AbstractFrictionLaw
-from ..simulate._common import check_interval, save_times
+from ..simulate._common import check_interval, check_step_options, save_times
 from ..systems._base import AbstractSystem
 
 SECTIONS = ("system", "friction", "force", "simulate")
@@ -80,17 +80,12 @@ SIMULATE_KEYS: dict[str, str] = {
     "friction_state0": "array",
 }
 SIMULATE_REQUIRED = ("t1",)
-# Allowed ranges of the numeric [simulate] options: name -> (lower bound, bound
-# excluded). Tolerances and step sizes are positive (the solves run forward in
-# time); budgets count at least one step, event or save.
+# Allowed ranges of the [simulate] budgets: name -> (lower bound, bound
+# excluded), as `simulate` checks them. Tolerances, step sizes and save times go
+# through `simulate`'s own checks (`check_simulate_ranges`).
 SIMULATE_RANGES: dict[str, tuple[float, bool]] = {
-    "rtol": (0.0, True),
-    "atol": (0.0, True),
-    "dt0": (0.0, True),
-    "dtmax": (0.0, True),
     "max_steps": (1.0, False),
     "max_events": (1.0, False),
-    "num_save": (1.0, False),
 }
 
 _BASES: dict[str, tuple[type, types.ModuleType]] = {
@@ -415,8 +410,10 @@ def parse_simulate(table: Mapping[str, Any], section: str = "[simulate]") -> dic
 def check_simulate_ranges(options: Mapping[str, Any], section: str) -> None:
     """Reject out-of-range [simulate] numbers before anything is compiled.
 
-    The interval and the save times go through `simulate`'s own checks; the
-    other numbers through `check_range` with `SIMULATE_RANGES`.
+    Tolerances and step sizes, the interval and the save times go through
+    `simulate`'s own checks; the budgets through `check_range` with
+    `SIMULATE_RANGES`. (A fixed step longer than the interval on the Karnopp
+    and Kikuuwe paths needs the law; `simulate` rejects it before compiling.)
 
     Args:
         options: converted keywords of `simulate` (as `parse_simulate` makes them).
@@ -430,6 +427,8 @@ def check_simulate_ranges(options: Mapping[str, Any], section: str) -> None:
     t0, t1 = options.get("t0", 0.0), options["t1"]
     try:
         check_interval(t0, t1)
+        step = {k: options.get(k) for k in ("rtol", "atol", "dt0", "dtmax")}
+        check_step_options(**step, t0=t0, t1=t1, fixed_step=False)
         # Without num_save, any valid count: only `ts` is checked then.
         save_times(t0, t1, options.get("ts"), options.get("num_save", 2))
     except ValueError as e:
