@@ -137,21 +137,18 @@ def check_jump_times(force, jump_ts):
     return jump_ts
 
 
-def step_controller(rtol, atol, dtmax, jump_ts, norm=None):
+def step_controller(rtol, atol, dtmax, jump_ts):
     """The adaptive step-size controller of the switch and smooth paths.
 
     A PID controller on (``rtol``, ``atol``), steps at most ``dtmax``, clipped
     to step exactly onto the force's jump times (`check_jump_times`). The jump
     times are not differentiated: where a step lands is a numerical choice,
-    not part of the solution. `norm` is the error norm (default diffrax's RMS
-    norm over the whole state).
+    not part of the solution.
     """
     import diffrax
     import jax
-    import optimistix as optx
 
-    norm = optx.rms_norm if norm is None else norm
-    controller = diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dtmax, norm=norm)
+    controller = diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dtmax)
     if jump_ts is not None:
         controller = diffrax.ClipStepSizeController(
             controller, jump_ts=jax.lax.stop_gradient(jump_ts)

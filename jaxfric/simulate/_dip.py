@@ -6,22 +6,28 @@ slip velocity that touches zero and turns back) has the same sign at both step
 ends, so a sign test at step ends — diffrax's `Event` — never sees it, and the
 trajectory goes on as if the event had not happened.
 
-`DipGuard` wraps the solver of a segment. After each step it looks for an
-interior minimum of every element's condition ``g_k`` from the step's dense
-output: the parabola through ``g_k`` at the step's start, middle and end
-screens for a minimum inside the step that lies below the parabola's depth
-(the second difference); where one is screened, Brent's minimisation
-(golden section with parabolic steps) on the dense output locates it. A
-negative interior value at ``t_dip`` is handed to the event condition through a
-marker leaf of the state, ``(t_dip, g(t_dip))``, which the dense output keeps
-constant over the step: the condition reads ``min(g(t), g(t_dip))`` from
-``t_dip`` on, so the step end shows the sign change and the root finder
-locates the first crossing in ``[t0, t_dip]``. No step is rejected or
-repeated.
+`DipGuard` wraps the solver of a segment and rejects every step whose dense
+output dips below zero inside; the step-size controller then tries a shorter
+step, until a step ends inside the dip (where the sign test sees it and the
+root finder locates its first crossing) or stops short of it.
 
-Cost per step: the conditions at the step's middle and end (the start's are
-carried from the previous step); the minimisation only in steps where some
-member of a `vmap` batch screens a dip.
+A dip is looked for in two stages:
+
+1. Screening, once per step, one evaluation of the conditions (at the step's
+   end): the parabola through each element's condition ``g_k`` at the last
+   three step ends (the previous step's start and end, this step's end)
+   predicts an interior minimum of ``g_k``; it is screened when that minimum
+   lies within ``10·e`` of zero or below it, ``e`` being how far the previous
+   parabola's extrapolation missed this step's end value (a measured bound of
+   the parabola's error).
+2. Location, only in steps where some member of a `vmap` batch screens a dip:
+   Brent's minimisation (golden section with parabolic steps) of the screened
+   elements' conditions on the dense output, from the predicted vertex, ends
+   at the first negative value.
+
+A solve that continues another (the switch path's segments that end at save
+times) carries the history over (`no_history`, `carried_history`); the first
+two steps after an event have none and are not screened.
 """
 
 from collections.abc import Callable
@@ -33,51 +39,43 @@ import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 
-#: Brent iterations after the screening evaluations.
-_ITERATIONS = 10
+from ._unrolled import _fusion_barrier
+
+#: Brent iterations of the location stage.
+_ITERATIONS = 12
+#: A predicted minimum within this many extrapolation errors of zero is located.
+_SAFETY = 10.0
 _GOLDEN = 0.3819660112501051  # (3 − √5) / 2
 
 
-def no_dip(dtype) -> jax.Array:
-    """The marker of a step without a dip: ``(t_dip, g(t_dip)) = (max, 0)``."""
-    return jnp.array([jnp.finfo(dtype).max, 0.0], dtype=dtype)
-
-
-def after_dip(t, marker):
-    """``(t >= t_dip, g(t_dip))`` for the event condition (module doc)."""
-    return t >= marker[0], marker[1]
-
-
-def _parabola(g0, gm, g1):
-    """Vertex ``(θ, value)`` and second difference of the parabola through
-    ``(0, g0)``, ``(½, gm)``, ``(1, g1)``."""
-    d = g0 - 2 * gm + g1
-    a = 2 * d
-    b = g1 - g0 - a
-    safe = jnp.where(a > 0, a, 1.0)
-    theta = -b / (2 * safe)
-    value = g0 - b * b / (4 * safe)
-    return theta, value, d
+def _parabola_through(ta, ga, tb, gb, tc, gc):
+    """Coefficients ``(g(tc), g'(tc), g''/2)`` of the parabola through three
+    points, about the last one (Newton's divided differences)."""
+    d1 = (gb - ga) / (tb - ta)
+    d2 = (gc - gb) / (tc - tb)
+    curv = (d2 - d1) / (tc - ta)
+    slope = d2 + curv * (tc - tb)
+    return gc, slope, curv
 
 
 def _brent(fn, lo, hi, x, fx, iterations):
-    """Minimise the scalar `fn` on ``[lo, hi]`` from the point `x` (value `fx`):
-    Brent's method (parabolic steps through the three best points, a golden
-    section step where they fail), a fixed number of evaluations. Returns the
-    lowest point seen and its value. Stops early at a negative value."""
+    """Minimise the scalar `fn` on ``[lo, hi]`` from the point `x` (value `fx`)
+    by Brent's method (parabolic steps through the three best points, golden
+    section where they fail) with a fixed number of evaluations; stops moving
+    at the first negative value. Returns the lowest point seen and its value."""
 
     def body(_, state):
-        lo, hi, x, w, v, fx, fw, fv, step, prev = state
+        lo, hi, x, w, v, fx, fw, fv, prev = state
         mid = 0.5 * (lo + hi)
-        tol = 1e-10 * (hi - lo) + 1e-300
-        # Parabola through (x, w, v).
+        tol = 1e-10 * (hi - lo)
         r = (x - w) * (fx - fv)
         q = (x - v) * (fx - fw)
         p = (x - v) * q - (x - w) * r
         q = 2 * (q - r)
         p = jnp.where(q > 0, -p, p)
         q = jnp.abs(q)
-        para = x + p / jnp.where(q == 0, 1.0, q)
+        safe_q = jnp.where(q == 0, 1.0, q)
+        para = x + p / safe_q
         use_para = (
             (q != 0)
             & (jnp.abs(p) < jnp.abs(0.5 * q * prev))
@@ -86,7 +84,6 @@ def _brent(fn, lo, hi, x, fx, iterations):
         )
         golden = jnp.where(x < mid, x + _GOLDEN * (hi - x), x - _GOLDEN * (x - lo))
         u = jnp.where(use_para, para, golden)
-        new_step = jnp.where(use_para, p / jnp.where(q == 0, 1.0, q), u - x)
         fu = fn(u)
         better = fu <= fx
         lo2 = jnp.where(better, jnp.where(u < x, lo, x), jnp.where(u < x, u, lo))
@@ -97,37 +94,33 @@ def _brent(fn, lo, hi, x, fx, iterations):
         fv2 = jnp.where(better | second, fw, jnp.where(third, fu, fv))
         w2 = jnp.where(better, x, jnp.where(second, u, w))
         fw2 = jnp.where(better, fx, jnp.where(second, fu, fw))
-        x2 = jnp.where(better, u, x)
-        fx2 = jnp.where(better, fu, fx)
-        new = (lo2, hi2, x2, w2, v2, fx2, fw2, fv2, step, new_step)
-        # A negative value is all that is asked: keep it.
+        new = (lo2, hi2, jnp.where(better, u, x), w2, v2, jnp.where(better, fu, fx))
+        new = (*new, fw2, fv2, u - x)
         return jax.tree.map(lambda a, b: jnp.where(fx < 0, a, b), state, new)
 
-    init = (lo, hi, x, x, x, fx, fx, fx, hi - lo, hi - lo)
-    state = jax.lax.fori_loop(0, iterations, body, init)
+    state = (lo, hi, x, x, x, fx, fx, fx, hi - lo)
+    state = jax.lax.fori_loop(0, iterations, body, state)
     return state[2], state[5]
 
 
 class DipGuard(diffrax.AbstractAdaptiveSolver):
-    """`solver` with events inside a step found (module doc).
-
-    The state is a tuple whose last leaf is the marker ``(t_dip, g(t_dip))``
-    (`no_dip` at the start of a solve), with zero derivative; the wrapped
-    solver's dense output must interpolate a leaf with zero stages as its
-    ``y0`` (true of diffrax's Runge–Kutta interpolations). The error norm of
-    the step-size controller must leave the marker out.
+    """`solver`, with steps whose dense output dips below zero rejected
+    (module doc).
 
     Attributes:
         solver: the wrapped adaptive solver.
         conditions: ``(t, y, args) -> g``, one value per element, positive
             while the segment's modes hold; an event is a zero of ``min_k g_k``.
-            It must be finite for ``t`` inside a step; at the solve's start it
-            may be ``+inf`` (no screening in the first step, only a negative
-            value at its middle).
+            Finite; zero at the start for an element that starts at its
+            event boundary (a released element's slip velocity).
+        prior: ``args -> history``: the two step ends before the start of the
+            solve (`carried_history` of the solve it continues, or
+            `no_history`).
     """
 
     solver: diffrax.AbstractAdaptiveSolver
     conditions: Callable = eqx.field(static=True)
+    prior: Callable = eqx.field(static=True)
     term_structure: ClassVar = diffrax.AbstractTerm
 
     @property
@@ -144,81 +137,89 @@ class DipGuard(diffrax.AbstractAdaptiveSolver):
         return self.solver.func(terms, t0, y0, args)
 
     def init(self, terms, t0, t1, y0, args):
-        g0 = jax.lax.stop_gradient(self.conditions(t0, y0, args))
-        return self.solver.init(terms, t0, t1, y0, args), g0
+        g0 = _nondifferentiable(self.conditions(t0, y0, args))
+        t0 = _nondifferentiable(jnp.asarray(t0, g0.dtype))
+        # The last three accepted step ends (t, g), oldest first; NaN: none yet.
+        history = (*_nondifferentiable(self.prior(args)), t0, g0)
+        return self.solver.init(terms, t0, t1, y0, args), history
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        inner_state, g0 = solver_state
+        inner_state, history = solver_state
         y1, y_error, dense_info, inner_state, result = self.solver.step(
             terms, t0, t1, y0, args, inner_state, made_jump
         )
-        t0_, t1_, y0_, y1_, dense_, args_ = jax.lax.stop_gradient(
-            (t0, t1, y0, y1, dense_info, args)
-        )
-        # After a jump of the force (`jump_ts`) the previous step's end values
-        # belong to the left limit.
-        g0 = jax.lax.cond(
-            eqxi.unvmap_any(made_jump),
-            lambda: self.conditions(t0_, y0_, args_),
-            lambda: g0,
-        )
-        interp = self.solver.interpolation_cls(t0=t0_, t1=t1_, **dense_)
-        dt = t1_ - t0_
-
-        def g_at(theta):
-            t = t0_ + theta * dt
-            return self.conditions(t, interp.evaluate(t), args_)
-
-        gm = g_at(0.5)
+        tm2, gm2, tm1, gm1, t0_, g0 = history
+        t1_, y1_, dense_, args_ = _nondifferentiable((t1, y1, dense_info, args))
+        if jax.default_backend() == "cpu":
+            # Keep XLA from recomputing the stages inside the conditions.
+            y1_, dense_ = _fusion_barrier((y1_, dense_), t1_ - t0_)
         g1 = self.conditions(t1_, y1_, args_)
-        theta_v, value_v, depth = _parabola(g0, gm, g1)
-        inside = (depth > 0) & (theta_v > 0) & (theta_v < 1)
-        # Ends below zero are the sign test's; an interior minimum is screened
-        # when the parabola dips below its own depth (its error is far smaller
-        # where the step resolves g), or when the middle is already negative.
+        # After a jump of the force (`jump_ts`) the history belongs to the
+        # left limit: start it again.
+        fresh = made_jump | jnp.isnan(tm1)
+        # The previous parabola's miss at this step's end: its error scale.
+        value, slope, curv = _parabola_through(tm2, gm2, tm1, gm1, t0_, g0)
+        h = t1_ - t0_
+        miss = jnp.abs(g1 - (value + slope * h + curv * h * h))
+        # This step's parabola, about its end, and its minimum inside the step.
+        value, slope, curv = _parabola_through(tm1, gm1, t0_, g0, t1_, g1)
+        back = slope / jnp.where(curv > 0, 2 * curv, 1.0)  # end − vertex
+        inside = (curv > 0) & (back > 0) & (back < h)
+        lowest = value - curv * back * back
         ends_up = (g0 > 0) & (g1 > 0)
-        screened = ends_up & ((inside & (value_v < depth)) | (gm < 0))
+        screened = inside & ends_up & (lowest < _SAFETY * miss) & ~fresh
+        screened = screened & jnp.isfinite(miss)
         any_screened = jnp.any(screened)
 
         def locate():
-            def lowest(theta):
-                return jnp.min(jnp.where(screened, g_at(theta), jnp.inf))
+            interp = self.solver.interpolation_cls(t0=t0_, t1=t1_, **dense_)
 
-            # Start from the middle or the lowest screened vertex, whichever is
-            # lower, in the bracket of its neighbours.
-            vertex = jnp.min(jnp.where(screened & inside, theta_v, 0.5))
-            vertex = jnp.clip(vertex, 0.01, 0.99)
-            f_mid = jnp.min(jnp.where(screened, gm, jnp.inf))
-            f_vertex = lowest(vertex)
-            from_vertex = f_vertex < f_mid
-            x = jnp.where(from_vertex, vertex, 0.5)
-            fx = jnp.where(from_vertex, f_vertex, f_mid)
-            other = jnp.where(from_vertex, 0.5, vertex)
-            lo = jnp.where(other < x, other, 0.0)
-            hi = jnp.where(other > x, other, 1.0)
-            theta, value = _brent(lowest, lo, hi, x, fx, _ITERATIONS)
-            return t0_ + theta * dt, value
+            def lowest_at(theta):
+                t = t0_ + theta * h
+                g = self.conditions(t, interp.evaluate(t), args_)
+                return jnp.min(jnp.where(screened, g, jnp.inf))
 
-        def skip():
-            return t1_, jnp.zeros((), g0.dtype)
+            vertex = jnp.min(jnp.where(screened, 1 - back / h, 1.0))
+            x = jnp.clip(vertex, 0.001, 0.999)
+            theta, g_dip = _brent(lowest_at, 0.0, 1.0, x, lowest_at(x), _ITERATIONS)
+            del theta
+            scale = jnp.max(jnp.where(screened, jnp.abs(g0) + jnp.abs(g1), 0.0))
+            return any_screened & (g_dip < -16 * jnp.finfo(g1.dtype).eps * scale)
 
-        t_dip, g_dip = jax.lax.cond(eqxi.unvmap_any(any_screened), locate, skip)
-        found = any_screened & (g_dip < 0)
-        marker = jnp.where(found, jnp.stack([t_dip, g_dip]), no_dip(g0.dtype))
-        y1 = (*y1[:-1], marker)
-        # The dense output carries the marker as a constant over this step.
-        dense_info = dict(dense_info)
-        for key in ("y0", "y1"):
-            if key in dense_info:
-                dense_info[key] = (*dense_info[key][:-1], marker)
-        return y1, y_error, dense_info, (inner_state, g1), result
+        dip = jax.lax.cond(
+            eqxi.unvmap_any(any_screened), locate, lambda: jnp.array(False)
+        )
+        y_error = jax.tree.map(lambda e: jnp.where(dip, jnp.inf, e), y_error)
+        # History on accepting this step (diffrax keeps the old state on a
+        # rejection). A fresh history keeps only this step's ends.
+        nan_t, nan_g = jnp.full_like(t1_, jnp.nan), jnp.full_like(g1, jnp.nan)
+        history = (
+            jnp.where(fresh, nan_t, tm1),
+            jnp.where(fresh, nan_g, gm1),
+            t0_,
+            g0,
+            t1_,
+            g1,
+        )
+        return y1, y_error, dense_info, (inner_state, history), result
 
 
-def marker_free_norm(norm: Callable) -> Callable:
-    """`norm` of a `DipGuard` state without its marker leaf (the step-size
-    controller's error norm)."""
+def _nondifferentiable(tree):
+    """`jax.lax.stop_gradient` of the arrays of `tree` (other leaves kept):
+    where a step is rejected is a numerical choice, not part of the solution."""
+    arrays, static = eqx.partition(tree, eqx.is_array)
+    return eqx.combine(jax.lax.stop_gradient(arrays), static)
 
-    def wrapped(y):
-        return norm(y[:-1])
 
-    return wrapped
+def no_history(m: int, dtype) -> tuple:
+    """`DipGuard`'s history before a solve that continues none (after an event):
+    ``(t, g)`` of two step ends, NaN."""
+    nan = jnp.array(jnp.nan, dtype)
+    return nan, jnp.full((m,), nan), nan, jnp.full((m,), nan)
+
+
+def carried_history(solver_state) -> tuple:
+    """From the final solver state of a `DipGuard` solve, the history of a solve
+    that continues it (from its end, with the same conditions)."""
+    tm2, gm2, tm1, gm1, _, _ = solver_state[1]
+    return tm2, gm2, tm1, gm1

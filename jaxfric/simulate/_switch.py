@@ -40,7 +40,7 @@ from ..forces._base import AbstractForce
 from ..friction._base import AbstractSetValuedLaw
 from ..systems._base import AbstractSystem
 from ._common import classify, step_controller
-from ._dip import DipGuard, after_dip, marker_free_norm, no_dip
+from ._dip import DipGuard, carried_history, no_history
 from ._solution import RESULTS, Solution
 from ._stick import (
     STICK,
@@ -159,6 +159,9 @@ class _Segment(eqx.Module):
     # Coordinates held exactly still: stuck elements with one-entry J rows.
     hold: Bool[Array, " dof"]
     t_start: Float[Array, ""]
+    # `DipGuard`'s history of the step ends before `t_start` (a segment that
+    # continues another across a save time keeps screening from its start).
+    dip_history: tuple
 
 
 def _net_force(system, force, t, q, qd, x) -> Vector:
@@ -179,19 +182,19 @@ def _force_rate(force, t, q, qd, x):
 
 
 def _vector_field(t, y, seg: _Segment):
-    q, qd, x, marker = y
+    q, qd, x = y
     net = _net_force(seg.system, seg.force, t, q, qd, x)
     _, acc = friction_and_acceleration(seg.system, seg.law, q, qd, net, seg.modes)
     # Exact zeros keep a stuck joint's position constant to the last bit.
     dq = jnp.where(seg.hold, 0.0, qd)
     dqd = jnp.where(seg.hold, 0.0, acc)
-    return dq, dqd, _force_rate(seg.force, t, q, qd, x), jnp.zeros_like(marker)
+    return dq, dqd, _force_rate(seg.force, t, q, qd, x)
 
 
 def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
     """Per element, a quantity positive inside the segment that reaches zero at
     the element's event: ``mode·s`` when slipping, the stick margin when stuck."""
-    q, qd, x, _ = y
+    q, qd, x = y
     net = _net_force(seg.system, seg.force, t, q, qd, x)
     friction, _ = friction_and_acceleration(seg.system, seg.law, q, qd, net, seg.modes)
     slip = seg.system.slip_velocity(q, qd)
@@ -200,33 +203,23 @@ def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
     )
 
 
-def _divided_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
-    """``g_k(t) / (t − t_start)`` per element (`_element_conditions`); ``+inf``
-    at ``t_start``.
-
-    The same zeros as ``g_k`` after the start, but an element that starts the
-    segment at zero (just released: ``s = 0``; just stuck on a grazing contact:
-    margin ``≈ 0``) starts at the sign of its rate ``ġ_k`` instead of at zero,
-    so it neither fires at once nor hides the down-crossing of another element
-    in the first step.
-    """
-    g = _element_conditions(t, y, seg)
-    elapsed = t - seg.t_start
-    started = elapsed > 0
-    return jnp.where(started, g / jnp.where(started, elapsed, 1.0), jnp.inf)
-
-
 def _event_condition(t, y, args: _Segment, **kwargs):
     """One real condition for all elements, crossing zero downwards at the first
-    element event: ``min_k`` of `_divided_conditions`, and from a dip found
-    inside the step by `DipGuard` on, no more than the dip's value. At
-    ``t_start`` itself the condition is ``+1``.
+    element event.
+
+    It is ``min_k g_k(t) / (t − t_start)``: the same zeros as ``min_k g_k`` after
+    the start, but an element that starts the segment at zero (just released:
+    ``s = 0``; just stuck on a grazing contact: margin ``≈ 0``) starts at the
+    sign of its rate ``ġ_k`` instead of at zero, so it neither fires at once nor
+    hides the down-crossing of another element in the first step. At
+    ``t_start`` itself the condition is ``+1``. Events that begin and end inside
+    one step are found by `DipGuard`, which rejects such steps.
     """
     del kwargs
-    g = jnp.min(_divided_conditions(t, y, args))
-    past, g_dip = after_dip(t, y[-1])
-    g = jnp.where(past, jnp.minimum(g, g_dip), g)
-    return jnp.where(t > args.t_start, g, 1.0)
+    g = jnp.min(_element_conditions(t, y, args))
+    elapsed = t - args.t_start
+    started = elapsed > 0
+    return jnp.where(started, g / jnp.where(started, elapsed, 1.0), 1.0)
 
 
 def _project_velocity(
@@ -322,6 +315,7 @@ class _Carry(eqx.Module):
     result: RESULTS
     num_events: Int[Array, ""]
     next_stop: Int[Array, ""]  # index in `stops` of the next segment end
+    dip_history: tuple  # `DipGuard` history at `t` (none after an event)
     saved: tuple  # (q, qd, x, modes, filled) at `ts`
     stats: dict
 
@@ -405,10 +399,7 @@ def simulate_switch(
     rtol = max(DEFAULT_RTOL, 100 * eps) if options.rtol is None else options.rtol
     atol = max(DEFAULT_ATOL, eps) if options.atol is None else options.atol
     dtmax = (t1 - t0) / DTMAX_DIVISIONS if options.dtmax is None else options.dtmax
-    # The dip marker (`DipGuard`) is no part of the error.
-    controller = step_controller(
-        rtol, atol, dtmax, options.jump_ts, norm=marker_free_norm(optx.rms_norm)
-    )
+    controller = step_controller(rtol, atol, dtmax, options.jump_ts)
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
     time_tol = max(_EVENT_TIME_TOL, 32 * eps)
     event = diffrax.Event(
@@ -418,7 +409,9 @@ def simulate_switch(
     )
     per_step, evals_at_start = _evals_per_step(solver)
     # What the segments run: events inside a step are found by `DipGuard`.
-    stepper = DipGuard(for_backend(solver, adjoint), _divided_conditions)
+    stepper = DipGuard(
+        for_backend(solver, adjoint), _element_conditions, lambda s: s.dip_history
+    )
     max_events = options.max_events
     x0 = (
         jnp.zeros((0,), dtype=dtype)
@@ -489,6 +482,7 @@ def simulate_switch(
         result=RESULTS.where(ok0, RESULTS.successful, RESULTS.stick_solve_failed),
         num_events=zero,
         next_stop=jnp.searchsorted(stops, t0, side="right").astype(jnp.int32),
+        dip_history=no_history(m, dtype),
         saved=saved0,
         stats=stats0,
     )
@@ -504,8 +498,8 @@ def simulate_switch(
         # this way, measured against central differences and a converged run).
         t_start = jnp.where(c.done, t1, c.t)
         t_fixed = jax.lax.stop_gradient(t_start)
-        seg = _Segment(system, law, force, c.modes, c.hold, t_fixed)
-        y_c = (c.q, c.qd, c.x, no_dip(dtype))
+        seg = _Segment(system, law, force, c.modes, c.hold, t_fixed, c.dip_history)
+        y_c = (c.q, c.qd, c.x)
         rate = _vector_field(t_start, y_c, seg)
         y_start = jax.tree.map(lambda y, dy: y - dy * (t_start - t_fixed), y_c, rate)
         t_start = t_fixed
@@ -532,7 +526,9 @@ def simulate_switch(
             options.dt0,
             y_start,
             args=seg,
-            saveat=diffrax.SaveAt(subs=(diffrax.SubSaveAt(t1=True), *save_ts)),
+            saveat=diffrax.SaveAt(
+                subs=(diffrax.SubSaveAt(t1=True), *save_ts), solver_state=True
+            ),
             stepsize_controller=controller,
             event=event,
             max_steps=options.max_steps,
@@ -541,7 +537,7 @@ def simulate_switch(
         )
         at_end, *at_seg_ts = sol.ys
         t_e = sol.ts[0][-1]
-        q_e, qd_e, x_e = (y[-1] for y in at_end[:3])
+        q_e, qd_e, x_e = (y[-1] for y in at_end)
         event_hit = sol.result == diffrax.RESULTS.event_occurred
         reached = sol.result == diffrax.RESULTS.successful
         # Save the times this segment spanned (with a stop at every save time:
@@ -556,7 +552,7 @@ def simulate_switch(
         else:
             spanned = (index >= first) & (index < first + chunk) & (ts < t_e)
             back = jnp.clip(index - first, 0, chunk - 1)
-            inside = tuple(y[back] for y in at_seg_ts[0][:3])
+            inside = tuple(y[back] for y in at_seg_ts[0])
         take = (spanned | at_t1) & ~c.done
         s_q, s_qd, s_x = (
             jnp.where(at_t1[:, None], end[None, :], y)
@@ -641,6 +637,11 @@ def simulate_switch(
             result=result,
             num_events=num_events,
             next_stop=jnp.searchsorted(stops, t_e, side="right").astype(jnp.int32),
+            dip_history=jax.tree.map(
+                lambda fresh, kept: jnp.where(event_hit, fresh, kept),
+                no_history(m, dtype),
+                carried_history(sol.solver_state),
+            ),
             saved=saved,
             stats=stats,
         )
