@@ -33,13 +33,14 @@ two steps after an event have none and are not screened.
 """
 
 from collections.abc import Callable
-from typing import ClassVar
 
 import diffrax
 import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+
+from ._unrolled import AbstractWrappedSolver
 
 #: Brent iterations of the location stage.
 _ITERATIONS = 12
@@ -93,7 +94,7 @@ def _brent(fn, lo, hi, x, fx, iterations):
     return state[2], state[5]
 
 
-class DipGuard(diffrax.AbstractAdaptiveSolver):
+class DipGuard(AbstractWrappedSolver):
     """`solver`, with steps whose dense output dips below zero rejected
     (module doc).
 
@@ -111,20 +112,6 @@ class DipGuard(diffrax.AbstractAdaptiveSolver):
     solver: diffrax.AbstractAdaptiveSolver
     conditions: Callable = eqx.field(static=True)
     prior: Callable = eqx.field(static=True)
-    term_structure: ClassVar = diffrax.AbstractTerm
-
-    @property
-    def interpolation_cls(self):
-        return self.solver.interpolation_cls
-
-    def order(self, terms):
-        return self.solver.order(terms)
-
-    def error_order(self, terms):
-        return self.solver.error_order(terms)
-
-    def func(self, terms, t0, y0, args):
-        return self.solver.func(terms, t0, y0, args)
 
     def init(self, terms, t0, t1, y0, args):
         g0 = _nondifferentiable(self.conditions(t0, y0, args))

@@ -71,18 +71,11 @@ def _combine(coeffs, ks, y0=None):
     return jax.tree.map(leaf, *(() if y0 is None else (y0,)), *ks)
 
 
-class UnrolledERK(diffrax.AbstractAdaptiveSolver):
-    """`solver` (a diffrax explicit Runge–Kutta method with an embedded error
-    estimate: `diffrax.Tsit5`, `Dopri5`, `Dopri8`, `Bosh3`, …) with its stages
-    unrolled (module doc). The same tableau, order, error estimate, first-same-
-    as-last reuse and dense output; results agree with `solver` to rounding
-    (the stage sums are added in another order).
+class AbstractWrappedSolver(diffrax.AbstractAdaptiveSolver):
+    """A solver that runs another's method (`UnrolledERK`, `DipGuard`): its
+    order, error order, vector field and dense output are the wrapped one's."""
 
-    Use through `for_backend`, which applies it where it pays: explicit RK
-    solvers on the CPU backend.
-    """
-
-    solver: diffrax.AbstractERK
+    solver: eqx.AbstractVar[diffrax.AbstractAdaptiveSolver]
     term_structure: ClassVar = diffrax.AbstractTerm
 
     @property
@@ -96,7 +89,21 @@ class UnrolledERK(diffrax.AbstractAdaptiveSolver):
         return self.solver.error_order(terms)
 
     def func(self, terms, t0, y0, args):
-        return terms.vf(t0, y0, args)
+        return self.solver.func(terms, t0, y0, args)
+
+
+class UnrolledERK(AbstractWrappedSolver):
+    """`solver` (a diffrax explicit Runge–Kutta method with an embedded error
+    estimate: `diffrax.Tsit5`, `Dopri5`, `Dopri8`, `Bosh3`, …) with its stages
+    unrolled (module doc). The same tableau, order, error estimate, first-same-
+    as-last reuse and dense output; results agree with `solver` to rounding
+    (the stage sums are added in another order).
+
+    Use through `for_backend`, which applies it where it pays: explicit RK
+    solvers on the CPU backend.
+    """
+
+    solver: diffrax.AbstractERK
 
     def init(self, terms, t0, t1, y0, args):
         if self.solver.tableau.fsal:
