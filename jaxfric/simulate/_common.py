@@ -318,6 +318,16 @@ def _flag_invalid_parameters(solution, invalid):
     return eqx.tree_at(lambda s: s.result, solution, result)
 
 
+def input_anchor(tree):
+    """The sum of every inexact array in `tree` (`None` if there is none): a
+    scalar whose tangent is the sum of the inputs' tangents, to make outputs
+    depend on the inputs without changing their values."""
+    leaves = jax.tree.leaves(eqx.filter(tree, eqx.is_inexact_array))
+    if not leaves:
+        return None
+    return sum(jnp.sum(leaf) for leaf in leaves)
+
+
 @jax.custom_jvp
 def _nan_tangent(x, anchor, poison):
     """`x`, whose derivative gains ``poison · d(anchor)`` (see `_poison_failed`)."""
@@ -346,10 +356,9 @@ def _poison_failed(solution, differentiated):
         differentiated: every input of the solve (system, law, force, initial
             state, times); their inexact arrays are what derivatives flow from.
     """
-    leaves = jax.tree.leaves(eqx.filter(differentiated, eqx.is_inexact_array))
-    if not leaves:
+    anchor = input_anchor(differentiated)
+    if anchor is None:
         return solution
-    anchor = sum(jnp.sum(leaf) for leaf in leaves)
     failed = solution.result != RESULTS.successful
     poison = jax.lax.stop_gradient(jnp.where(failed, jnp.nan, 0.0))
     dynamic, static = eqx.partition(solution, eqx.is_inexact_array)

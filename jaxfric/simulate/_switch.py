@@ -39,7 +39,7 @@ from .._types import Array, Bool, Float, Int, Vector
 from ..forces._base import AbstractForce
 from ..friction._base import AbstractSetValuedLaw
 from ..systems._base import AbstractSystem
-from ._common import classify, step_controller
+from ._common import classify, input_anchor, step_controller
 from ._dip import DipGuard, carried_history, no_history
 from ._solution import RESULTS, Solution
 from ._stick import (
@@ -462,12 +462,11 @@ def simulate_switch(
     # Make every float carry depend on the inputs (no change in value) so that
     # differentiating the segment scan needs one pass over its body, not a
     # fixed-point iteration that traces the whole diffrax solve again.
-    leaves = jax.tree.leaves(
-        eqx.filter((system, law, force, q0, qd0), eqx.is_inexact_array)
-    )
-    anchor = sum(jnp.sum(leaf) for leaf in leaves)
+    anchor = input_anchor((system, law, force, q0, qd0))
 
     def tie(value):
+        if anchor is None:
+            return value
         return jnp.where(False, anchor, value).astype(value.dtype)
 
     saved0 = (tie(saved0[0]), tie(saved0[1]), tie(saved0[2]), saved0[3])
