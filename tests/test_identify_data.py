@@ -1,5 +1,6 @@
 """Measured records: CSV/NPZ round trips, and every malformed file raises an error
-that names the file and the column (jaxfric.identify._data, _experiment)."""
+that names the file and the column (jaxfric.io.records, identify._record,
+_experiment)."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -11,10 +12,9 @@ from jaxfric.identify import (
     Record,
     RecordError,
     from_record,
-    load_record,
-    save_record,
     stack_experiments,
 )
+from jaxfric.io import load_record, save_record
 
 
 def _record(n=2, with_qd=True, with_u=True, T=7):

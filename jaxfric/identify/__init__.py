@@ -1,13 +1,8 @@
 """Friction identification: fit a system, a friction law and applied forces to
 measured experiments by differentiating through `jaxfric.simulate`; the classical
-linear least-squares baseline; measured records in and out (CSV, NPZ)."""
+linear least-squares baseline; measured records (`Record`; files through
+`jaxfric.io.load_record`)."""
 
-from ._data import (
-    Record as Record,
-    RecordError as RecordError,
-    load_record as load_record,
-    save_record as save_record,
-)
 from ._experiment import (
     Experiment as Experiment,
     from_record as from_record,
@@ -28,6 +23,7 @@ from ._linear import (
     linear_least_squares_record as linear_least_squares_record,
     savgol as savgol,
 )
+from ._record import Record as Record, RecordError as RecordError
 from ._transforms import (
     AbstractTransform as AbstractTransform,
     AtLeast as AtLeast,

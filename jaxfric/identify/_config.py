@@ -71,10 +71,11 @@ from ..io.config import (
     parse_simulate,
     read_toml,
 )
-from ._data import Record, load_record
+from ..io.records import load_record
 from ._experiment import Experiment, from_record, stack_experiments
 from ._fit import FitResult, Model, MultipleShooting, default_adam
 from ._lm import LevenbergMarquardt
+from ._record import Record
 
 SECTIONS = (
     "system",

@@ -11,7 +11,7 @@ from jaxtyping import Array, Float
 from .._check import check_finite, is_concrete
 from ..forces._base import AbstractForce
 from ..forces._inputs import Tabulated
-from ._data import Record
+from ._record import Record
 
 
 def _as_matrix(name: str, value) -> Array:
@@ -95,7 +95,7 @@ def from_record(
     """An `Experiment` from a measured `Record`.
 
     Args:
-        record: the measured record (`load_record`).
+        record: the measured record (`jaxfric.io.load_record`).
         force: the applied force; default: the record's inputs ``u`` interpolated
             (`jaxfric.forces.Tabulated` with `kind`), or none if it has no ``u``.
         kind: interpolation of the inputs, ``"linear"`` or ``"previous"``.

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..systems._base import AbstractSystem
-from ._data import Record
+from ._record import Record
 
 
 def savgol_coefficients(window: int, polyorder: int, deriv: int = 0) -> np.ndarray:

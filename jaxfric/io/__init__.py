@@ -1,4 +1,4 @@
-"""File input and output: TOML configurations and result files.
+"""File input and output: TOML configurations, measured records and result files.
 
 The library core does no file I/O; this package and `jaxfric.cli` do.
 """
@@ -13,6 +13,7 @@ from .config import (
     parse_simulate as parse_simulate,
     read_toml as read_toml,
 )
+from .records import load_record as load_record, save_record as save_record
 from .results import (
     save_solution as save_solution,
     solution_arrays as solution_arrays,
