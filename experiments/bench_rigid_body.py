@@ -3,7 +3,7 @@ Yamamoto two-link arm as a batch against MuJoCo.
 
 Part 1, dynamics: joint-space mass matrix (CRBA), inverse dynamics (RNEA) and
 forward dynamics of UR5 and Panda (URDFs of PyPI ``example-robot-data`` loaded
-with `jaxfric.systems.RigidBodyTree.from_urdf`), at one state (a jitted call,
+with `jaxfric.io.load_urdf`), at one state (a jitted call,
 Python dispatch included) and over a batch of states (``vmap``, one jitted call;
 and ``lax.map`` over chunks of ``chunk`` states, vmapped inside), after
 compilation; Pinocchio's Python bindings (``pin.crba``, ``pin.rnea``,
@@ -65,8 +65,8 @@ enable_float64()
 import kikuuwe_two_link as two_link  # noqa: E402
 
 import jaxfric as jf  # noqa: E402
-from jaxfric.io import ConfigError, build, parse_simulate  # noqa: E402
-from jaxfric.systems import RigidBodyTree, rigid  # noqa: E402
+from jaxfric.io import ConfigError, build, load_urdf, parse_simulate  # noqa: E402
+from jaxfric.systems import rigid  # noqa: E402
 
 NAME = "bench_rigid_body"
 
@@ -294,7 +294,7 @@ def bench_dynamics(settings):
     rows = []
     for robot, relative in settings["robots"].items():
         path = example_robot_urdf(relative)
-        model = RigidBodyTree.from_urdf(path).model
+        model = load_urdf(path)[0].model
         pin_model = pin.buildModelFromUrdf(path)
         n = model.n_bodies
         states = random_robot_states(settings["seed"], settings["batch"], n)

@@ -1,6 +1,7 @@
 """URDF import (`jaxfric.io.urdf`): what is read, the friction it returns, and the
 errors malformed files give. (Dynamics of imported robots: test_pinocchio.py.)"""
 
+import ast
 import pathlib
 
 import numpy as np
@@ -81,7 +82,16 @@ def test_overrides():
     # Default levels follow the chosen joints.
     _, law = load_urdf(_BRANCHED, friction_joints=["j3", "j2"])
     np.testing.assert_array_equal(law.fc, [2.0, 0.3])
-    assert isinstance(RigidBodyTree.from_urdf(_BRANCHED), RigidBodyTree)
+
+
+def test_systems_do_not_import_io():
+    # URDF loading lives in io/ only: io.urdf builds the tree from parsed data
+    # and systems/ never reaches back into io/ (no import cycle).
+    systems = pathlib.Path(jf.__file__).parent / "systems"
+    for path in systems.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert "io" not in (node.module or "").split("."), path
 
 
 _TWO_LINK = """

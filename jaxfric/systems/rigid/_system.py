@@ -1,6 +1,5 @@
 """`RigidBodyTree`: a fixed-base robot as a jaxfric system, with joint friction."""
 
-import os
 from collections.abc import Sequence
 
 import equinox as eqx
@@ -181,17 +180,6 @@ class RigidBodyTree(AbstractSystem):
             InRange("damping", self.damping, lower=0.0),
             InRange("armature", self.armature, lower=0.0),
         )
-
-    @classmethod
-    def from_urdf(cls, path: str | os.PathLike, **kwargs) -> "RigidBodyTree":
-        """Load a URDF file; see `jaxfric.io.urdf.load_urdf` for the keywords.
-
-        Returns only the system; `load_urdf` also returns the Coulomb joint
-        friction of the file's ``<dynamics friction>`` attributes.
-        """
-        from ...io.urdf import load_urdf
-
-        return load_urdf(path, **kwargs)[0]
 
     @property
     def n_dof(self) -> int:
