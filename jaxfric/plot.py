@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .simulate._solution import Solution
+from .simulate import Solution
 
 
 def _mark_events(ax: Axes, sol: Solution) -> None:
