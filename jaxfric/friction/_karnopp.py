@@ -1,5 +1,6 @@
-"""Karnopp's zero-velocity band (Karnopp 1985, "Computer simulation of stick-slip
-friction in mechanical dynamic systems", `shared/papers/karnopp1985_stick_slip.md`).
+"""Karnopp's zero-velocity band (D. Karnopp, "Computer simulation of stick-slip
+friction in mechanical dynamic systems", ASME J. Dyn. Syst. Meas. Control 107(1),
+100-103, 1985).
 """
 
 import equinox as eqx

@@ -1,8 +1,8 @@
 """Kikuuwe et al.'s discrete-time friction model and its RK4-integrable form.
 
-Kikuuwe & Yamamoto, "A modular software architecture for simulating mechanical
-systems involving Coulomb friction integrable by the Runge-Kutta method"
-(`shared/papers/kikuuwe_yamamoto_rk4_friction.md`). A Coulomb element of level
+R. Kikuuwe and M. Yamamoto, "A modular software architecture for simulating
+mechanical systems involving Coulomb friction integrable by the Runge-Kutta
+method", Proc. IEEE/RSJ IROS 2008, pp. 2277-2282. A Coulomb element of level
 ``F`` is coupled to the slip coordinate through a massless object and a
 spring-damper ``K``, ``B`` (their Fig. 1); ``e`` is the spring's displacement.
 Because the model is written with the integrator's step size in it, it sticks

@@ -1,6 +1,6 @@
 """The Karnopp path: fixed-step integration with a zero-velocity band (Karnopp 1985).
 
-Choices, from Karnopp's text (`shared/papers/karnopp1985_stick_slip.md`):
+Choices, from Karnopp's text (ASME J. Dyn. Syst. Meas. Control 107(1), 100-103):
 
 - Elements with ``|s| < dv`` are stuck. Their stick forces are solved together
   from the Delassus system of `_stick.solve_stick` (Karnopp Eq. 3, 11, 15–21 are

@@ -300,8 +300,7 @@ def simulate_smooth(
 
 def default_dynamic_solver() -> diffrax.Kvaerno5:
     """`diffrax.Kvaerno5` with a Newton root finder at the step-size controller's
-    tolerances (the default chord iteration gave NaN gradients through LuGre;
-    DESIGN.md)."""
+    tolerances (the default chord iteration gave NaN gradients through LuGre)."""
     newton = diffrax.with_stepsize_controller_tols(optx.Newton)()
     return diffrax.Kvaerno5(root_finder=newton)
 
