@@ -1,12 +1,11 @@
 """Elementary functions for the vector fields: ``sin`` and ``cos`` in float64.
 
-XLA's CPU backend evaluates float64 ``sin``/``cos`` element by element, about
-10 ns each (measured on this project's 2-core CPU: 10–12 µs for 1000 values,
-against 2.5 µs for ``exp``). A batched simulation with a sinusoidal force or a
+XLA's CPU backend evaluates float64 ``sin``/``cos`` element by element, several
+times slower than ``exp``. A batched simulation with a sinusoidal force or a
 revolute joint evaluates them in every stage of every step, so they were a
-fifth of the forced-oscillator benchmark. The functions below are the same
-computation written with plain arithmetic, which XLA fuses and vectorises:
-3.4 µs for 1000 sines, 3.6 µs for sine and cosine together.
+large part of the forced-oscillator benchmark. The functions below are the same
+computation written with plain arithmetic, which XLA fuses and vectorises
+(timings: README, Performance).
 
 Method (Sun fdlibm, ``k_sin.c``/``k_cos.c``/``e_rem_pio2.c``): ``k =
 round(2x/π)``, ``r = x − k·π/2`` with π/2 split in three parts (Cody & Waite,

@@ -356,10 +356,9 @@ def fit(
             ``"vmap"`` (`jax.vmap`, one batched solve) or ``"map"`` (a
             sequential `jax.lax.map`). Default: ``"map"`` for set-valued laws
             (the event-driven switch path: batched, every member steps until
-            the slowest ends each segment; measured on 2 CPU cores with the
-            four records of `experiments/identify_stribeck_1dof.py`, 0.075 s
-            per Levenberg–Marquardt step with map, 0.09 s with vmap; on many
-            cores or a GPU vmap is the one to try), ``"vmap"`` for the smooth
+            the slowest ends each segment; map was the faster on a few CPU
+            cores, README, Performance; on many cores or a GPU vmap is the one
+            to try), ``"vmap"`` for the smooth
             paths.
 
     Returns:

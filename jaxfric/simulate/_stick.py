@@ -23,7 +23,7 @@ STICK = 0
 _ENUMERATE_MAX = 3**8
 # Up to this size linear solves are unrolled: under `vmap` XLA on CPU calls
 # LAPACK once per batch member for tiny matrices, which dominated run time
-# (0.87 ms -> 0.1 ms per free oscillator, vmap over 1000, same results).
+# (same results unrolled; timing in README, Performance).
 _UNROLL_MAX = 8
 
 
@@ -36,10 +36,9 @@ def small_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     place of masked ones). For those, Gaussian elimination without pivoting is
     backward stable (growth factor 1, Wilkinson 1961), so for ``n <= 8`` it is
     unrolled over the entries as scalars: no gathers or in-place updates, which
-    under `vmap` on CPU cost more than the arithmetic (1000 forced oscillators:
-    0.81 -> 0.72 ms per simulation). A singular ``a`` (e.g. redundant stuck
-    rows) gives non-finite entries, as with pivoting; `jnp.linalg.solve` above
-    ``n = 8``.
+    under `vmap` on CPU cost more than the arithmetic. A singular ``a`` (e.g.
+    redundant stuck rows) gives non-finite entries, as with pivoting;
+    `jnp.linalg.solve` above ``n = 8``.
     """
     n = a.shape[0]
     if n > _UNROLL_MAX:

@@ -433,10 +433,9 @@ def simulate_switch(
 
     # Segment ends besides events: every `chunk`-th save time and `t1`. Under
     # `vmap` a diffrax solve rewrites its whole save buffer at every step: one
-    # segment holding all of `ts` cost 15x the solve itself (101 saves, 1000
-    # forced oscillators: 22 ms against 1.4 ms per simulation). A few saves per
-    # segment cost a restart every `chunk` saves instead (single solves with
-    # 1001 saves: measured within 10 % either way).
+    # segment holding all of `ts` cost many times the solve itself. A few saves
+    # per segment cost a restart every `chunk` saves instead (about even on
+    # single solves; timings in README, Performance).
     chunk = max(1, -(-(num_t - 1) // _SAVE_SEGMENTS))
     # With a stop at every save time, every save time is a segment start (or
     # `t1`): the start states are saved and diffrax saves no `ts` (its save

@@ -9,13 +9,11 @@ cost of a step. `UnrolledERK` runs the same method (Butcher tableau, order,
 error estimate, first-same-as-last reuse, dense output) with the stage
 combinations written out as plain arithmetic.
 
-Measured on this project's 2-core CPU: a plain 2-state `diffeqsolve` with an
-event under `vmap` (1000 members) 206 → 104 µs per step; 1000 forced
-oscillators on the switch path, Tsit5 0.42 → 0.21–0.23 ms per simulation and
-Dopri8 0.40 → 0.20 ms (``experiments/bench_stick_slip.py``); the sum of the
-1000 final positions moved by 1.4e-14 (Tsit5) and 1.2e-10 (Dopri8, whose error
-estimate, a difference of large sums, rounds differently and moves the step
-sizes), against errors of 1.3e-10 and 8.5e-11 from the reference.
+Timings: README, Performance (``experiments/bench_stick_slip.py``). On its
+1000 forced oscillators the sum of the final positions moved by 1.4e-14
+(Tsit5) and 1.2e-10 (Dopri8, whose error estimate, a difference of large sums,
+rounds differently and moves the step sizes), against errors of 1.3e-10 and
+8.5e-11 from the reference.
 
 Two details carry the speed-up:
 
@@ -23,11 +21,10 @@ Two details carry the speed-up:
   boundary XLA's fusion does not cross. Without it the CPU backend (which
   drops `jax.lax.optimization_barrier`) fuses the whole chain of stages into
   each output diffrax selects between (accepted or rejected step) and
-  recomputes it there: 1.7x slower than diffrax's loop instead of 2x faster.
+  recomputes it there, slower than diffrax's own loop.
 - Derivatives (`jax.jvp`, and so `jax.grad` through diffrax's checkpointed
   adjoint) are those of diffrax's own step: differentiating the unrolled
-  stages made the gradient of one forced oscillator 26 % slower (16.3 →
-  20.5 ms); with diffrax's step it is unchanged (14.1 vs 14.2 ms).
+  stages made gradients slower; with diffrax's step their cost is unchanged.
 
 GPUs evaluate a conditional's predicate on the host, so `for_backend` keeps
 diffrax's own solvers on other backends.
