@@ -3,7 +3,7 @@ target and end *stuck* there by a given time, with the least actuation effort.
 
 ``m ẍ = u(t) − f``, Stribeck friction (static level ``fs`` above the kinetic
 ``fc``), ``x(0) = 0``, ``ẋ(0) = 0``. The torque ``u`` is a natural cubic spline
-through ``num_knots`` knots on ``[0, T]`` (`jaxfric.optimize.CubicSpline`),
+through ``num_knots`` knots on ``[0, T]`` (`jaxfric.forces.CubicSpline`),
 bounded by a projection (`jaxfric.optimize.Box`). The objective is
 
     ``∫u² dt + w_x (x(T) − x*)² + w_v ẋ(T)²``   (`jaxfric.optimize.PointToPoint`).
@@ -118,7 +118,7 @@ def make_problem(system, law, case):
     return jo.Problem(
         system,
         law,
-        jo.CubicSpline(knots, values),
+        jf.forces.CubicSpline(knots, values),
         loss,
         where=_where,
         q0=case["q0"],

@@ -171,13 +171,13 @@ def test_cubic_spline_matches_scipy():
     # scipy.interpolate.CubicSpline(bc_type="natural"), end values held outside.
     ts = np.array([0.0, 0.3, 0.7, 1.2, 2.0])
     ys = np.array([[0.5, 1.0], [3.0, 0.0], [2.0, 1.0], [-0.3, 2.0], [0.0, 0.0]])
-    spline = jo.CubicSpline(ts, ys)
+    spline = jf.forces.CubicSpline(ts, ys)
     tt = np.linspace(-0.5, 2.5, 301)
     got = jax.jit(jax.vmap(lambda t: spline(t, jnp.zeros(2), jnp.zeros(2))))(tt)
     ref = ScipyCubicSpline(ts, ys, bc_type="natural")(np.clip(tt, 0.0, 2.0))
     np.testing.assert_allclose(np.asarray(got), ref, rtol=0, atol=SPLINE_TOL)
     with pytest.raises(ValueError, match="strictly increasing"):
-        jo.CubicSpline([0.0, 1.0, 1.0], [0.0, 1.0, 2.0])
+        jf.forces.CubicSpline([0.0, 1.0, 1.0], [0.0, 1.0, 2.0])
 
 
 # --- gradient through the exact switch path -------------------------------------
@@ -191,7 +191,7 @@ TORQUE_SW = jnp.array([0.5, 3.0, 2.0, 0.0, -0.3, 0.0])
 SWITCH_PROBLEM = jo.Problem(
     MASS,
     jf.Stribeck(fc=1.0, fs=1.5, vs=0.1, fv=0.1),
-    jo.CubicSpline(KNOTS_SW, TORQUE_SW),
+    jf.forces.CubicSpline(KNOTS_SW, TORQUE_SW),
     jo.PointToPoint(1.0, 0.0, position_weight=10.0, velocity_weight=10.0),
     where=_VALUES,
     t1=T_SW,

@@ -16,3 +16,4 @@ from ._inputs import (
     Sine as Sine,
     Tabulated as Tabulated,
 )
+from ._spline import CubicSpline as CubicSpline

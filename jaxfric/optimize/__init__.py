@@ -1,8 +1,8 @@
 """Trajectory optimisation through stick–slip: choose applied forces or reference
-trajectories (spline or tabulated torques, Fourier coefficients) that minimise a
-loss on the simulated motion, with any `optax` transformation, limits by penalty
-(`TorqueLimit`, `VelocityLimit`) or projection (`Box`), and batches of starts
-under `vmap` (see ``docs/optimize.md``)."""
+trajectories (`jaxfric.forces.CubicSpline` or `Tabulated` torques, Fourier
+coefficients) that minimise a loss on the simulated motion, with any `optax`
+transformation, limits by penalty (`TorqueLimit`, `VelocityLimit`) or projection
+(`Box`), and batches of starts under `vmap` (see ``docs/optimize.md``)."""
 
 from ._optimize import (
     Box as Box,
@@ -22,4 +22,3 @@ from ._problem import (
     effort as effort,
     time_integral as time_integral,
 )
-from ._spline import CubicSpline as CubicSpline

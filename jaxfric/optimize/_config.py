@@ -45,7 +45,6 @@ import optax
 
 from ._optimize import Box, perturbed_starts
 from ._problem import AbstractLimit, PointToPoint, Problem, TorqueLimit, VelocityLimit
-from ._spline import CubicSpline
 
 SECTIONS = (
     "system",
@@ -58,7 +57,6 @@ SECTIONS = (
 )
 OBJECTIVES: dict[str, type] = {"PointToPoint": PointToPoint}
 # Force types of this package, besides those of `jaxfric.forces`.
-FORCES: dict[str, type] = {"CubicSpline": CubicSpline}
 LIMITS: dict[str, type[AbstractLimit]] = {
     "TorqueLimit": TorqueLimit,
     "VelocityLimit": VelocityLimit,
@@ -306,11 +304,7 @@ def parse_optimize_config(data: Mapping[str, Any]) -> OptimizeConfig:
             raise ConfigError(f"missing section [{key}].")
     system = build("system", data["system"])
     friction = build("friction", data["friction"])
-    force_table = data["force"]
-    if isinstance(force_table, Mapping) and force_table.get("type") in FORCES:
-        force = _keywords(FORCES[force_table["type"]], force_table, "[force]")
-    else:
-        force = build("force", force_table)
+    force = build("force", data["force"])
     sim = parse_simulate(data["simulate"])
     loss = _typed(OBJECTIVES, data["objective"], "[objective]")
     limits_table = data.get("limits", [])
@@ -392,7 +386,6 @@ def bounds_array(project: Box | None) -> list[float] | None:
 
 
 __all__ = [
-    "FORCES",
     "LIMITS",
     "OBJECTIVES",
     "SECTIONS",

@@ -1,6 +1,6 @@
 """A twice continuously differentiable torque through knots: the natural cubic
 spline, a smooth alternative to the piecewise-linear `Tabulated` force for
-optimisation."""
+optimisation (`jaxfric.optimize`)."""
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -9,7 +9,7 @@ from jaxtyping import Array
 
 from .._check import as_float, check_knots
 from .._types import Float, Vector
-from ..forces._base import AbstractStatelessForce
+from ._base import AbstractStatelessForce
 
 
 class CubicSpline(AbstractStatelessForce):
