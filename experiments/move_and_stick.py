@@ -51,7 +51,7 @@ import jaxfric as jf  # noqa: E402
 import jaxfric.optimize as jo  # noqa: E402
 from jaxfric.io import build  # noqa: E402
 from jaxfric.io.results import result_message  # noqa: E402
-from jaxfric.simulate._stick import stick_margin  # noqa: E402
+from jaxfric.simulate import stick_margin  # noqa: E402
 
 NAME = "move_and_stick"
 

@@ -1,4 +1,6 @@
-"""The simulation entry point and its solution type."""
+"""The simulation entry point, its solution type, and `stick_margin` (how far
+stick forces are from breakaway)."""
 
 from ._simulate import simulate as simulate
 from ._solution import RESULTS as RESULTS, Solution as Solution
+from ._stick import stick_margin as stick_margin

@@ -173,6 +173,15 @@ def stick_margin(
 
     ``min(breakaway(+1) − f, breakaway(−1) + f)``: reaches zero at breakaway
     (Farhat et al. 2010, Eq. 5).
+
+    Args:
+        law: a set-valued friction law (its `breakaway` levels).
+        friction: the friction force of each element, shape ``(m,)``, N or N·m
+            (e.g. ``Solution.friction`` at a stuck state).
+
+    Returns:
+        The margin of each element, shape ``(m,)``, in the units of `friction`;
+        negative where a force lies outside the static limits.
     """
     ones = jnp.ones_like(friction)
     return jnp.minimum(law.breakaway(ones) - friction, law.breakaway(-ones) + friction)
