@@ -1,11 +1,13 @@
-"""Helpers shared by the experiment scripts: settings, output folder, JSON, tables.
+"""Helpers shared by the experiment scripts: settings, output folder, reports.
 
 Every experiment ``experiments/<name>.py`` reads its settings from
-``configs/experiments/<name>.toml`` (falling back to a default dict in the
-script), writes ``results/<name>/figure.png`` and ``results/<name>/summary.json``,
-and prints its table.
+``configs/experiments/<name>.toml`` (the only source of settings: a missing file
+or key is an error naming both), writes ``results/<name>/figure.png`` and
+``results/<name>/summary.json``, and prints its tables (with the load average)
+and its checked claims (``PASS``/``FAIL`` with the measured number).
 """
 
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Any
 import jax
 
 ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "configs" / "experiments"
 
 
 def enable_float64() -> None:
@@ -22,21 +25,53 @@ def enable_float64() -> None:
     jax.config.update("jax_enable_x64", True)
 
 
-def load_settings(name: str, default: Mapping[str, Any]) -> dict[str, Any]:
-    """``configs/experiments/<name>.toml`` if it exists, else a copy of `default`.
+class SettingsError(KeyError):
+    """A setting the script needs is missing from its TOML file."""
 
-    A path given as the first command-line argument replaces the default file.
-    """
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Settings(dict):
+    """A TOML table whose missing keys raise `SettingsError` naming the file and
+    the key (``file: missing setting 'models[3].simulate.max_steps'``); nested
+    tables (also inside arrays) are `Settings` too."""
+
+    def __init__(self, table: Mapping[str, Any], file: Path, where: str = ""):
+        prefix = f"{where}." if where else ""
+        super().__init__({k: _wrap(v, file, prefix + k) for k, v in table.items()})
+        self.file = file
+        self.where = where
+
+    def __missing__(self, key):
+        name = f"{self.where}.{key}" if self.where else key
+        raise SettingsError(f"{self.file}: missing setting {name!r}")
+
+
+def _wrap(value, file, where):
+    if isinstance(value, Mapping):
+        return Settings(value, file, where)
+    if isinstance(value, list):
+        return [_wrap(v, file, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def read_settings(path: Path) -> Settings:
+    """The TOML file at `path` as `Settings`; a missing file is an error."""
     from jaxfric.io import read_toml
 
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-    if path is None:
-        path = ROOT / "configs" / "experiments" / f"{name}.toml"
-    if path.exists():
-        print(f"settings: {path}")
-        return read_toml(path)
-    print(f"settings: built-in defaults ({path} not found)")
-    return dict(default)
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"settings file {path} not found")
+    return Settings(read_toml(path), path)
+
+
+def load_settings(name: str) -> Settings:
+    """``configs/experiments/<name>.toml``, or the path given as the first
+    command-line argument, as `Settings`."""
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else CONFIGS / f"{name}.toml"
+    print(f"settings: {path}")
+    return read_settings(path)
 
 
 def results_dir(name: str) -> Path:
@@ -90,6 +125,173 @@ def format_table(
     out = [line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out.extend(line(b) for b in body)
     return "\n".join(out)
+
+
+def load_average() -> list[float]:
+    """The 1-, 5- and 15-minute load averages, rounded to 0.01."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def print_table(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, str]]
+) -> str:
+    """Print `format_table` and the load average under it (timings on a shared
+    machine are read with it); returns the table."""
+    table = format_table(rows, columns)
+    print(table)
+    print_load_average()
+    return table
+
+
+def print_load_average() -> None:
+    """Print the load average (after a table of timings)."""
+    load = " ".join(f"{x:.2f}" for x in load_average())
+    print(f"load average (1, 5, 15 min): {load}")
+
+
+def claim(ok, text: str, **data) -> dict[str, Any]:
+    """One checked claim: ``PASS: <text>`` or ``FAIL: <text>``, where `text`
+    states the measured number and its target; `data` (e.g. the number) goes
+    into the JSON beside it. Print with `print_claims`."""
+    return {"pass": bool(ok), "claim": f"{'PASS' if ok else 'FAIL'}: {text}", **data}
+
+
+def parameter_claims(
+    label: str, names, errors, stderr, target: float, spec: str = ".3f"
+) -> list[dict]:
+    """One claim per fitted parameter: its relative error within `target`.
+
+    Args:
+        label: the fit (start, noise level, ...).
+        names: the parameters' names.
+        errors: relative errors of the fitted values.
+        stderr: relative standard errors (printed beside the error).
+        target: the largest relative error that passes.
+        spec: format of the errors, printed in percent.
+    """
+    return [
+        claim(
+            err <= target,
+            f"{label}: {name} error {100 * err:{spec}} % (std err "
+            f"{100 * se:{spec}} %) <= {100 * target:g} %",
+        )
+        for name, err, se in zip(names, errors, stderr, strict=True)
+    ]
+
+
+def print_claims(claims: Sequence[Mapping[str, Any]]) -> bool:
+    """Print the claims' lines; returns whether all of them pass."""
+    for c in claims:
+        print(c["claim"])
+    return all(c["pass"] for c in claims)
+
+
+# --- Independent reference: an event-driven stick–slip loop with scipy -------
+
+
+def scipy_stick_slip(
+    ts,
+    *,
+    t1: float,
+    amplitude: float,
+    omega: float,
+    fc: float,
+    fs: float | None = None,
+    vs: float = 1.0,
+    fv: float = 0.0,
+    mass: float = 1.0,
+    stiffness: float = 1.0,
+    x0: float = 0.0,
+    method: str = "RK45",
+    rtol: float,
+    atol: float,
+    stick_max_step: float,
+    slip_max_step: float = float("inf"),
+):
+    """``m ẍ + k x = A sin ωt − f`` from rest at ``x0``, written apart from
+    jaxfric with `scipy.integrate.solve_ivp` and terminal events (Farhat's
+    switch logic).
+
+    Slip (mode ±1): ``f = ±g(ẋ) + fv ẋ``, ``g = fc + (fs − fc) exp(−(ẋ/vs)²)``
+    (Stribeck; ``g = fc`` when `fs` is None), until ``mode·ẋ ↓ 0``. Stick (mode
+    0): ``x`` held, ``ẋ = 0``, until the spring and input force reach the static
+    level ``fs`` (breakaway); `stick_max_step` keeps the integrator from stepping
+    over a breakaway.
+
+    Returns:
+        ``(x, ẋ, num_events)``: positions and velocities at `ts` (m, m/s) and
+        the number of stick/slip switches.
+    """
+    import numpy as np
+    from scipy.integrate import solve_ivp
+
+    static = fc if fs is None else fs
+
+    def net(t, x):
+        return amplitude * np.sin(omega * t) - stiffness * x
+
+    def slip_level(v):
+        return fc if fs is None else fc + (fs - fc) * np.exp(-((v / vs) ** 2))
+
+    def stick_or_slip(t, x):
+        n = net(t, x)
+        return 0 if abs(n) <= static else (1 if n > 0 else -1)
+
+    ts = np.asarray(ts)
+    t, x, v = 0.0, float(x0), 0.0
+    mode = stick_or_slip(t, x)
+    xs, vs_out = np.full(len(ts), np.nan), np.full(len(ts), np.nan)
+    num_events = 0
+    while t < t1:
+        if mode == 0:
+
+            def rhs(t, y):
+                return (0.0, 0.0)
+
+            def event(t, y):
+                return static - abs(net(t, y[0]))
+
+            max_step = stick_max_step
+        else:
+
+            def rhs(t, y, s=mode):
+                return (y[1], (net(t, y[0]) - s * slip_level(y[1]) - fv * y[1]) / mass)
+
+            def event(t, y, s=mode):
+                return s * y[1]
+
+            max_step = slip_max_step
+        event.terminal, event.direction = True, -1
+        todo = (ts >= t) & (ts <= t1)
+        sol = solve_ivp(
+            rhs,
+            (t, t1),
+            [x, v],
+            method=method,
+            rtol=rtol,
+            atol=atol,
+            events=event,
+            max_step=max_step,
+            t_eval=ts[todo],
+        )
+        n_out = np.size(sol.t)  # a list when no save time falls in the segment
+        if n_out:
+            idx = np.flatnonzero(todo)[:n_out]
+            xs[idx], vs_out[idx] = sol.y[0], sol.y[1]
+        if sol.status == 1:
+            num_events += 1
+            t = float(sol.t_events[0][0])
+            x, v = (float(a) for a in sol.y_events[0][0])
+            if mode == 0:
+                mode = 1 if net(t, x) > 0 else -1
+            else:
+                v = 0.0
+                mode = stick_or_slip(t, x)
+        elif sol.status == 0:
+            t = t1
+        else:
+            raise RuntimeError(sol.message)
+    return xs, vs_out, num_events
 
 
 # --- Robots: example-robot-data URDFs and Pinocchio comparisons ---------------

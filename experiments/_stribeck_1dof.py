@@ -18,51 +18,26 @@ Predicted standard errors: below 0.06 % on every parameter (the previous design,
 large slow sines of 3-4 N, left vs at 6 %).
 """
 
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from _common import CONFIGS, read_settings
 
 import jaxfric as jf
 from jaxfric.identify import Experiment
 
 PARAMS = ("fc", "fs", "vs", "fv")
-SETUP_FILE = (
-    Path(__file__).resolve().parent.parent
-    / "configs"
-    / "experiments"
-    / "identify_stribeck_1dof.toml"
-)
+SETUP_NAME = "identify_stribeck_1dof"
 SETUP_KEYS = ("system", "true", "records", "noise", "start_factors")
-
-SETUP_DEFAULTS: dict[str, Any] = {
-    "system": {"mass": 1.0, "stiffness": 4.0},
-    "true": {"fc": 1.0, "fs": 1.5, "vs": 0.1, "fv": 0.2},
-    "records": {
-        "amplitude": [3.0, 1.7, 1.7, 1.6],
-        "omega": [2.0, 2.75, 3.0, 1.75],
-        "t1": 16.0,
-        "num_samples": 1601,
-    },
-    "noise": {"relative": 0.01, "seed": 0},
-    # Starts 50 % off, each with parameters above and below the truth. All
-    # above is no start: with fs > 1.7 N the small records never break away
-    # and every gradient is zero.
-    "start_factors": [[0.5, 0.5, 1.5, 0.5], [1.5, 1.5, 0.5, 1.5]],
-}
 
 
 def load_setup(settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The shared setup: `SETUP_KEYS` taken from `settings` if given there, else
-    from `SETUP_FILE`, else from `SETUP_DEFAULTS`."""
-    from jaxfric.io import read_toml
-
-    source = read_toml(SETUP_FILE) if SETUP_FILE.exists() else SETUP_DEFAULTS
-    setup = {k: source.get(k, SETUP_DEFAULTS[k]) for k in SETUP_KEYS}
-    if settings is not None:
-        setup.update({k: settings[k] for k in SETUP_KEYS if k in settings})
-    return setup
+    """The shared setup: `SETUP_KEYS` of `settings`, by default of
+    ``configs/experiments/identify_stribeck_1dof.toml``."""
+    if settings is None:
+        settings = read_settings(CONFIGS / f"{SETUP_NAME}.toml")
+    return {k: settings[k] for k in SETUP_KEYS}
 
 
 def free(model):

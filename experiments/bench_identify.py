@@ -9,7 +9,7 @@ and first start, built by `_stribeck_1dof.py` from
 - (c) `scipy.optimize.least_squares` (trust-region reflective, 2-point
   finite-difference Jacobian, the same weighted residuals) over an event-driven
   `scipy.integrate.solve_ivp` simulation of the same stick–slip model
-  (written here, independently of jaxfric: slip segments end when the
+  (`_common.scipy_stick_slip`, independent of jaxfric: slip segments end when the
   velocity reaches zero, stick segments when the spring and input force reach
   the static level);
 - (d) the linear least-squares baseline (Coulomb + viscous, its accuracy).
@@ -22,17 +22,19 @@ Target (issue 5): (b) at least 10x faster than (c).
 Run: ``python experiments/bench_identify.py [SETTINGS.toml]``.
 """
 
-import os
 import time
 
 import numpy as np
-import scipy.integrate
 import scipy.optimize
 from _common import (
+    claim,
     enable_float64,
-    format_table,
+    load_average,
     load_settings,
+    print_claims,
+    print_table,
     results_dir,
+    scipy_stick_slip,
     write_json,
 )
 
@@ -49,97 +51,32 @@ from jaxfric.identify import (  # noqa: E402
 
 NAME = "bench_identify"
 
-# The problem (system, records, noise, starts) comes from the
-# identify_stribeck_1dof settings; these are the benchmark's own.
-DEFAULT_SETTINGS = {
-    "target": 0.02,
-    "min_speedup": 10.0,
-    "adam": {"learning_rate": 0.05, "max_steps": 400},
-    # alt_tau: a second LM run with a larger initial damping (reported beside
-    # the default; the claim is on the default).
-    "lm": {"max_steps": 80, "alt_tau": 0.01},
-    "scipy": {"rtol": 1e-8, "atol": 1e-10, "max_nfev": 400},
-}
-
-
-# ---------------------------------------------------------------------------
-# Independent event-driven reference: m x'' + k x = A sin(w t) - f.
-
 
 def scipy_simulate(params, system, amp, omega, ts, rtol, atol):
     """Positions at `ts` of ``m x'' + k x = amp sin(omega t) − f`` with Stribeck
-    friction `params` = (fc, fs, vs, fv), from rest at x = 0."""
+    friction `params` = (fc, fs, vs, fv), from rest at x = 0 (the independent
+    event-driven reference `scipy_stick_slip`)."""
     fc, fs, vs, fv = params
-    m, k = system["mass"], system["stiffness"]
-
-    def applied(t, x):
-        return amp * np.sin(omega * t) - k * x
-
-    def slip_rhs(direction):
-        def rhs(t, y):
-            x, v = y
-            g = fc + (fs - fc) * np.exp(-((v / vs) ** 2))
-            return [v, (applied(t, x) - direction * g - fv * v) / m]
-
-        return rhs
-
-    def stop_at_zero_velocity(t, y):
-        return y[1]
-
-    stop_at_zero_velocity.terminal = True
-
-    def breakaway(t, y):
-        return abs(applied(t, y[0])) - fs
-
-    breakaway.terminal = True
-    breakaway.direction = 1
-
-    t, x, v = ts[0], 0.0, 0.0
-    out = np.empty(ts.size)
-    mode = 0 if abs(applied(t, x)) <= fs else int(np.sign(applied(t, x)))
-    t1 = ts[-1]
-    for _ in range(10_000):
-        if t >= t1:
-            break
-        if mode == 0:
-            sol = scipy.integrate.solve_ivp(
-                lambda t, y: [0.0, 0.0],
-                (t, t1),
-                [x, 0.0],
-                events=breakaway,
-                rtol=rtol,
-                atol=atol,
-                max_step=0.01,
-            )
-            seg_end = sol.t_events[0][0] if sol.t_events[0].size else t1
-            mask = (ts >= t) & (ts <= seg_end)
-            out[mask] = x
-            t = seg_end
-            mode = int(np.sign(applied(t, x)))
-        else:
-            stop_at_zero_velocity.direction = -mode
-            sol = scipy.integrate.solve_ivp(
-                slip_rhs(mode),
-                (t, t1),
-                [x, v],
-                events=stop_at_zero_velocity,
-                rtol=rtol,
-                atol=atol,
-                dense_output=True,
-            )
-            seg_end = sol.t_events[0][0] if sol.t_events[0].size else t1
-            mask = (ts >= t) & (ts <= seg_end)
-            out[mask] = sol.sol(ts[mask])[0]
-            x = float(sol.sol(seg_end)[0])
-            v = 0.0
-            t = seg_end
-            net = applied(t, x)
-            mode = 0 if abs(net) <= fs else int(np.sign(net))
-    return out
+    x, _, _ = scipy_stick_slip(
+        ts,
+        t1=ts[-1],
+        amplitude=amp,
+        omega=omega,
+        fc=fc,
+        fs=fs,
+        vs=vs,
+        fv=fv,
+        mass=system["mass"],
+        stiffness=system["stiffness"],
+        rtol=rtol,
+        atol=atol,
+        stick_max_step=0.01,
+    )
+    return x
 
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     setup = load_setup()
     data = build(setup)
     truth, ts = data.truth, data.ts
@@ -298,8 +235,7 @@ def main():
         if alt["to_target"] and scipy_row["to_target"]
         else None
     )
-    load = os.getloadavg()
-    table = format_table(
+    print_table(
         rows,
         [
             ("method", "method", ""),
@@ -312,20 +248,21 @@ def main():
             ("per_step", "s per step / eval", ".3f"),
         ],
     )
-    print(table)
     print(
         f"\nscipy model vs jaxfric switch path, max |x| difference: {agreement:.2e} m"
     )
     if speedup_alt:
         print(f"{alt['method']} vs scipy, time to target: {speedup_alt:.1f}x")
-    print(f"load average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     holds = speedup is not None and speedup >= settings["min_speedup"]
-    print(
-        f"{'PASS' if holds else 'FAIL'}  claim: (b) LM at least "
-        f"{settings['min_speedup']:g}x faster than (c) scipy to "
-        f"{100 * target:g} % on every parameter: "
-        + (f"{speedup:.1f}x" if speedup else "n/a (one did not reach the target)")
-    )
+    claims = [
+        claim(
+            holds,
+            f"(b) LM at least {settings['min_speedup']:g}x faster than (c) scipy "
+            f"to {100 * target:g} % on every parameter: "
+            + (f"{speedup:.1f}x" if speedup else "n/a (one did not reach the target)"),
+        )
+    ]
+    print_claims(claims)
 
     folder = results_dir(NAME)
     write_json(
@@ -336,9 +273,8 @@ def main():
             scipy_model_agreement_m=agreement,
             speedup_lm_vs_scipy=speedup,
             speedup_alt_tau_vs_scipy=speedup_alt,
-            claim=f"(b) at least {settings['min_speedup']:g}x faster than (c)",
-            claim_holds=holds,
-            load_average=load,
+            claims=claims,
+            load_average=load_average(),
             setup=setup,
             linear=dict(fc=lin_fc, fv=lin_fv),
         ),

@@ -50,11 +50,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from _common import (
+    claim,
     enable_float64,
     example_robot_urdf,
     format_table,
+    load_average,
     load_settings,
     pinocchio_configuration,
+    print_claims,
     random_robot_states,
     results_dir,
     write_json,
@@ -74,67 +77,6 @@ NAME = "bench_rigid_body"
 PINOCCHIO_TOLERANCE = 1e-9
 
 
-def _exact(name, rtol, batching, **extra):
-    return {
-        "name": name,
-        "friction": {"type": "Coulomb", "fc": 0.5},
-        "simulate": {"rtol": rtol, "atol": rtol * 1e-2, "max_events": 96},
-        "batching": batching,
-        **extra,
-    }
-
-
-# Used when configs/experiments/bench_rigid_body.toml is missing.
-DEFAULT_SETTINGS = {
-    "dynamics": {
-        "robots": {
-            "ur5": "ur_description/urdf/ur5_robot.urdf",
-            "panda": "panda_description/urdf/panda.urdf",
-        },
-        "batch": 4096,
-        "single_calls": 2000,
-        "chunk": 16,
-        "repeats": 3,
-        "seed": 0,
-    },
-    "two_link": {
-        "batch": 1000,
-        "scale_range": [0.97, 1.03],
-        "seed": 0,
-        "t1": 8.0,
-        "dt": 1e-3,
-        "frictionloss": 0.5,
-        "drift_window": [5.0, 8.0],
-        "save_every": 1e-2,
-        "repeats": 1,
-        "system": two_link.DEFAULT_SETTINGS["arms"][0]["system"],
-        "torque": two_link.DEFAULT_SETTINGS["torque"],
-        "jaxfric": [
-            _exact("exact, rtol 1e-10, lax.map", 1e-10, "map", reference=True),
-            _exact("exact, rtol 1e-8, lax.map", 1e-8, "map", target=True),
-            _exact("exact, rtol 1e-8, lax.map, save t=5, 8", 1e-8, "map", save=3.0),
-            _exact("exact, rtol 1e-8, vmap", 1e-8, "vmap"),
-            {
-                "name": "Kikuuwe K=5000 B=1, T=1e-3, vmap",
-                "friction": {"type": "Kikuuwe", "k": 5000.0, "b": 1.0, "f": 0.5},
-                "simulate": {"dt0": 1e-3, "max_steps": 8001},
-                "batching": "vmap",
-            },
-        ],
-        "mujoco": [
-            {"name": "default"},
-            {"name": "noslip_iterations=10", "noslip_iterations": 10},
-            {"name": "noslip_iterations=100", "noslip_iterations": 100},
-            {"name": "solreffriction=0.002 1", "solreffriction": "0.002 1"},
-            {
-                "name": "noslip_iterations=10, solreffriction=0.002 1",
-                "noslip_iterations": 10,
-                "solreffriction": "0.002 1",
-            },
-        ],
-    },
-}
-
 _JAXFRIC_KEYS = (
     "name",
     "friction",
@@ -146,10 +88,6 @@ _JAXFRIC_KEYS = (
     "target",
 )
 _MUJOCO_KEYS = ("name", "noslip_iterations", "solreffriction", "solimpfriction")
-
-
-def _load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def _uptime() -> str:
@@ -171,11 +109,6 @@ def _timed(fn, repeats: int) -> tuple[float, float]:
         wall = min(wall, time.perf_counter() - start)
         cpu = min(cpu, time.process_time() - start_cpu)
     return wall, cpu
-
-
-def _claim(ok: bool, text: str) -> dict:
-    """One checked claim (printed after the tables)."""
-    return {"pass": bool(ok), "claim": f"{'PASS' if ok else 'FAIL'}: {text}"}
 
 
 # ----------------------------------------------------------------------------
@@ -256,16 +189,16 @@ def _time_quantity(quantity, model, states, pin_model, pin_states, settings):
         return [pin_fn(pin, pin_model, pin_data, *s) for s in pin_states]
 
     t_single, _ = _timed(run_single, repeats)
-    load_single = _load()
+    load_single = load_average()
     t_batch, cpu_batch = _timed(
         lambda: jax.block_until_ready(batched(model, *states)), repeats
     )
-    load_batch = _load()
+    load_batch = load_average()
     t_chunked, _ = _timed(
         lambda: jax.block_until_ready(chunked(model, *states)), repeats
     )
     t_pin, _ = _timed(run_pin, repeats)
-    load_pin = _load()
+    load_pin = load_average()
     diff = None
     if quantity != "all three":
         ref = np.stack([np.array(r) for r in run_pin()])
@@ -534,7 +467,7 @@ def bench_two_link(settings):
             "drift1_max": float(np.nanmax(drift[:, 1])),
             "drift0_median": float(np.nanmedian(drift[:, 0])),
             "drift1_median": float(np.nanmedian(drift[:, 1])),
-            "load": _load(),
+            "load": load_average(),
             **extra,
         }
         if reference is not None:
@@ -581,7 +514,7 @@ def bench_two_link(settings):
         if exact:
             name = f"jaxfric {variant['name']}"
             claims.append(
-                _claim(
+                claim(
                     row["failed"] == 0,
                     f"{name}: {batch - row['failed']}/{batch} members successful "
                     f"(max events {row['events_max']}, budget "
@@ -589,7 +522,7 @@ def bench_two_link(settings):
                 )
             )
             claims.append(
-                _claim(
+                claim(
                     row["last_event_max"] < window[0],
                     f"{name}: last switch (the stop) of every member at t <= "
                     f"{row['last_event_max']:.3f} s; target < {window[0]:g} s "
@@ -598,7 +531,7 @@ def bench_two_link(settings):
             )
             still = bool(np.all(q[ok] == q[ok][:, :1]))
             claims.append(
-                _claim(
+                claim(
                     still and row["failed"] == 0,
                     f"{name}: drift of both angles over [{window[0]:g}, "
                     f"{window[1]:g}] s max {row['drift0_max']:.1e} / "
@@ -625,7 +558,7 @@ def bench_two_link(settings):
     for target in (r for r in rows if r.get("target")):
         for r in (r for r in rows if r["engine"] == "MuJoCo"):
             claims.append(
-                _claim(
+                claim(
                     target["per_sim_ms"] < r["per_sim_ms"],
                     f"target: jaxfric {target['variant']} {target['per_sim_ms']:.2f} "
                     f"ms/sim (drift max {drift(target):.0e} rad) < MuJoCo "
@@ -638,7 +571,7 @@ def bench_two_link(settings):
 
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     for key in settings:
         if key not in ("dynamics", "two_link"):
             raise ConfigError(f"settings: unknown section {key!r}.")
@@ -668,7 +601,7 @@ def main():
         }
         worst = max(diffs.values())
         claims.append(
-            _claim(
+            claim(
                 worst < PINOCCHIO_TOLERANCE,
                 f"{robot}: max relative difference to Pinocchio "
                 + ", ".join(f"{k} {v:.1e}" for k, v in diffs.items())
@@ -699,8 +632,7 @@ def main():
     print(sim_table)
     uptime_end = _uptime()
     print(uptime_end)
-    for c in claims:
-        print(c["claim"])
+    print_claims(claims)
 
     out_dir = results_dir(NAME)
     fig = make_figure(sim_rows, traces, settings["two_link"])

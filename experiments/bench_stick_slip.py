@@ -21,7 +21,8 @@ Methods:
     pair that scipy's DOP853 in (b) uses;
 (b) scipy: `scipy.integrate.solve_ivp` with terminal events, the same switch
     logic (velocity zero → stick if ``|net| <= Fc``; stuck → slip when
-    ``|net|`` reaches ``Fc``), written below, at ``rtol = 1e-10``; a subset;
+    ``|net|`` reaches ``Fc``; `_common.scipy_stick_slip`), at ``rtol = 1e-10``;
+    a subset;
 (c) MuJoCo: a slide joint with ``frictionloss = Fc``, joint ``stiffness = 1``,
     a motor for the forcing, ``dt = 1e-3`` (Euler), default and tuned
     ``noslip_iterations`` / ``solreffriction``; `mujoco.rollout` (C loop).
@@ -40,69 +41,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from _common import (
+    claim,
     enable_float64,
-    format_table,
+    load_average,
     load_settings,
+    print_claims,
+    print_table,
     results_dir,
+    scipy_stick_slip,
     write_json,
 )
-from scipy.integrate import solve_ivp
 
 enable_float64()
 
 import jaxfric as jf  # noqa: E402
 
 NAME = "bench_stick_slip"
-
-# Used when configs/experiments/bench_stick_slip.toml is missing.
-DEFAULT_SETTINGS = {
-    "problem": {
-        "fc": 1.0,
-        "t1": 10.0,
-        "num_save": 101,
-        "n_free": 1000,
-        "x0_range": [1.5, 6.0],
-        "n_amplitude": 40,
-        "amplitude_range": [1.1, 3.0],
-        "n_omega": 25,
-        "omega_range": [0.5, 3.0],
-        "forced_x0": 0.0,
-        "creep_x0": 0.5,
-        "creep_t1": 5.0,
-    },
-    "jaxfric": {"repeats": 3},
-    "scipy": {
-        "method": "DOP853",
-        "rtol": 1e-10,
-        "atol": 1e-12,
-        "reference_rtol": 1e-12,
-        "reference_atol": 1e-14,
-        "n_subset": 50,
-        "n_reference": 1000,
-    },
-    "mujoco": {
-        "timestep": 1e-3,
-        "threads": [1, 2],
-        "chunk": 100,
-        "n_timing": 100,
-        "variants": [
-            {"name": "default"},
-            {"name": "solreffriction 0.002", "solreffriction": [0.002, 1.0]},
-            {"name": "noslip 10", "noslip_iterations": 10},
-            {
-                "name": "solreffriction 0.002 + noslip 10",
-                "noslip_iterations": 10,
-                "solreffriction": [0.002, 1.0],
-            },
-        ],
-    },
-    "timing_passes": 2,
-    "targets": {
-        "error": 1e-9,
-        "free_ms_per_sim": 0.2,
-        "speedup_vs_scipy": 50.0,
-    },
-}
 
 
 # --- exact and reference solutions -------------------------------------------
@@ -131,93 +85,25 @@ def exact_free(x0, ts, fc):
     return x, v
 
 
-def scipy_switch(x0, amplitude, omega, fc, t1, ts, *, method, rtol, atol, max_step):
-    """Event-driven stick–slip with `solve_ivp` (Farhat's switch logic).
-
-    ``ẍ + x = A sin ωt − f``. Slip (mode ±1): ``f = ±fc``, terminal event
-    ``mode·v ↓ 0``; stick (mode 0): ``x`` and ``v = 0`` held, terminal event
-    ``fc − |net| ↓ 0`` (breakaway); ``max_step`` so that no breakaway is stepped
-    over. Returns positions and velocities at `ts` and the number of events.
-    """
-
-    def net(t, x):
-        return amplitude * np.sin(omega * t) - x
-
-    def stick_or_slip(t, x):
-        n = net(t, x)
-        return 0 if abs(n) <= fc else (1 if n > 0 else -1)
-
-    t, x, v = 0.0, float(x0), 0.0
-    mode = stick_or_slip(t, x)
-    xs, vs = np.full(len(ts), np.nan), np.full(len(ts), np.nan)
-    num_events = 0
-    while t < t1:
-        if mode == 0:
-
-            def rhs(t, y):
-                return (0.0, 0.0)
-
-            def event(t, y):
-                return fc - abs(net(t, y[0]))
-
-        else:
-
-            def rhs(t, y, s=mode):
-                return (y[1], net(t, y[0]) - fc * s)
-
-            def event(t, y, s=mode):
-                return s * y[1]
-
-        event.terminal, event.direction = True, -1
-        todo = (ts >= t) & (ts <= t1)
-        sol = solve_ivp(
-            rhs,
-            (t, t1),
-            [x, v],
-            method=method,
-            rtol=rtol,
-            atol=atol,
-            events=event,
-            max_step=max_step,
-            t_eval=ts[todo],
-        )
-        n_out = np.size(sol.t)  # a list when no save time falls in the segment
-        if n_out:
-            idx = np.flatnonzero(todo)[:n_out]
-            xs[idx], vs[idx] = sol.y[0], sol.y[1]
-        if sol.status == 1:
-            num_events += 1
-            t = float(sol.t_events[0][0])
-            x, v = (float(a) for a in sol.y_events[0][0])
-            if mode == 0:
-                mode = 1 if net(t, x) > 0 else -1
-            else:
-                v = 0.0
-                mode = stick_or_slip(t, x)
-        elif sol.status == 0:
-            t = t1
-        else:
-            raise RuntimeError(sol.message)
-    return xs, vs, num_events
-
-
 def scipy_batch(params, prob, ts, *, method, rtol, atol):
-    """`scipy_switch` for every ``(x0, A, ω)`` row; best-effort wall time."""
+    """`scipy_stick_slip` (unit mass and spring, Coulomb level ``fc``) for every
+    ``(x0, A, ω)`` row; best-effort wall time."""
     max_step = prob["t1"] / 100.0  # as jaxfric's default dtmax
     out_x, out_v, events = [], [], []
     start = time.perf_counter()
     for x0, amp, omega in params:
-        xs, vs, ne = scipy_switch(
-            x0,
-            amp,
-            omega,
-            prob["fc"],
-            prob["t1"],
+        xs, vs, ne = scipy_stick_slip(
             ts,
+            t1=prob["t1"],
+            amplitude=amp,
+            omega=omega,
+            fc=prob["fc"],
+            x0=x0,
             method=method,
             rtol=rtol,
             atol=atol,
-            max_step=max_step,
+            stick_max_step=max_step,
+            slip_max_step=max_step,
         )
         out_x.append(xs)
         out_v.append(vs)
@@ -367,12 +253,8 @@ def subset(n, k):
     return np.unique(np.linspace(0, n - 1, min(k, n)).round().astype(int))
 
 
-def load():
-    return " ".join(f"{v:.2f}" for v in os.getloadavg())
-
-
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     prob, sp, mj = settings["problem"], settings["scipy"], settings["mujoco"]
     x0, amp, omega, ts = problem_arrays(prob)
     n_free, n_forced = len(x0), len(amp)
@@ -534,7 +416,7 @@ def main():
 
     passes = []
     for p in range(settings["timing_passes"]):
-        timing = {"load_before": load()}
+        timing = {"load_before": load_average()}
         repeats = settings["jaxfric"]["repeats"]
         for key, fns in (
             ("jaxfric", (free_end, forced_end)),
@@ -590,7 +472,7 @@ def main():
                     "free_ms": 1e3 * w_free / len(sub_mj),
                     "forced_ms": 1e3 * w_forced / len(sub_mj),
                 }
-        timing["load_after"] = load()
+        timing["load_after"] = load_average()
         passes.append(timing)
         print(
             f"timing pass {p + 1}: load {timing['load_before']} → "
@@ -610,14 +492,12 @@ def main():
         ("creep", "creep |x(5)−0.5|", ".1e"),
         ("free_vs_jaxfric", "free time / jaxfric", ".1f"),
     ]
-    table = format_table(rows, columns)
-    print(table)
-    targets = check_targets(settings, acc, creep, passes)
-    target_table = format_table(
-        targets,
-        [("target", "target", ""), ("value", "measured", ""), ("met", "met", "")],
-    )
-    print(target_table)
+    table = print_table(rows, columns)
+    claims = [
+        claim(t["met"], f"{t['target']}: {t['value']}")
+        for t in check_targets(settings, acc, creep, passes)
+    ]
+    print_claims(claims)
 
     out_dir = results_dir(NAME)
     fig = make_figure(ts, x0, x_exact, sol_free, sol_forced, ref_idx, x_ref, amp, omega)
@@ -627,7 +507,7 @@ def main():
             "experiment": NAME,
             "settings": settings,
             "rows": rows,
-            "targets": targets,
+            "claims": claims,
             "accuracy": acc,
             "creep": creep,
             "timing_passes": passes,
@@ -635,7 +515,6 @@ def main():
             "devices": [str(d) for d in jax.devices()],
             "cpu_count": os.cpu_count(),
             "table_markdown": table,
-            "targets_markdown": target_table,
             "notes": {
                 "ms/sim": "wall time of the whole batch / batch size; jaxfric: best "
                 "of `repeats` after compilation, vmap over 1000; scipy: a loop over "

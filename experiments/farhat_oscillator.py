@@ -37,8 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 from _common import (
     enable_float64,
-    format_table,
     load_settings,
+    print_table,
     results_dir,
     write_json,
 )
@@ -51,28 +51,6 @@ from jaxfric.systems import AbstractSystem  # noqa: E402
 
 NAME = "farhat_oscillator"
 
-# Used when configs/experiments/farhat_oscillator.toml is missing.
-DEFAULT_SETTINGS = {
-    "experiment": {
-        "t1": 10.0,
-        "q0": 2.75,
-        "fc": 1.0,
-        "exact_stick_position": -0.75,
-        "targets": [1e-3, 1e-6],
-        "repeats": 5,
-        "max_steps": 100000,
-        "num_save_figure": 2001,
-    },
-    "switch": {
-        "rtols": [1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12]
-    },
-    "regularized": {
-        "kinds": ["tanh", "linear"],
-        "solvers": ["Tsit5", "Kvaerno5"],
-        "eps": [10.0 ** (-k / 2) for k in range(2, 19)],
-        "rtols": [1e-3, 1e-4, 1e-6, 1e-8, 1e-10, 1e-12],
-    },
-}
 
 _SOLVERS = {"Tsit5": diffrax.Tsit5, "Kvaerno5": diffrax.Kvaerno5}
 
@@ -231,7 +209,7 @@ def select(grid_rows, target):
 
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     exp = settings["experiment"]
     system = jf.systems.Oscillator(mass=1.0, stiffness=1.0)
     counting = CountingOscillator()
@@ -308,8 +286,7 @@ def main():
         ("wall_vs_switch", "wall / switch", ".1f"),
         ("result", "result", ""),
     ]
-    table = format_table(rows, columns)
-    print(table)
+    table = print_table(rows, columns)
 
     # Trajectories of the picks at the tightest reached target, for the figure.
     trajectories = {}

@@ -45,9 +45,13 @@ import time
 
 import numpy as np
 from _common import (
+    claim,
     enable_float64,
     format_table,
     load_settings,
+    parameter_claims,
+    print_claims,
+    print_load_average,
     results_dir,
     write_json,
 )
@@ -58,48 +62,15 @@ import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import jaxfric as jf  # noqa: E402
-from jaxfric._check import as_float  # noqa: E402
-from jaxfric.forces._base import AbstractStatelessForce  # noqa: E402
+from jaxfric.forces import AbstractStatelessForce  # noqa: E402
 from jaxfric.identify import Experiment, LevenbergMarquardt, fit, predict  # noqa: E402
 
 NAME = "identify_lugre"
 PARAMS = ("sigma0", "sigma1", "sigma2", "fc", "fs", "vs")
 
-DEFAULT_SETTINGS = {
-    "mass": 1.0,
-    "true": {
-        "sigma0": 1e5,
-        "sigma1": 316.22776601683796,
-        "sigma2": 0.4,
-        "fc": 1.0,
-        "fs": 1.5,
-        "vs": 0.001,
-    },
-    # One entry per record: amplitude (N), omega (rad/s), kp (N/m), kd (N s/m),
-    # drag speed v (m/s), duration t1 (s).
-    "records": {
-        "label": [
-            "presliding 0.9 N, 20 Hz",
-            "presliding 0.5 N, 5 Hz",
-            "sliding 5 N, 0.25 Hz",
-            "stick-slip drag 0.3 mm/s",
-        ],
-        "amplitude": [0.9, 0.5, 5.0, 0.0],
-        "omega": [125.66370614359172, 31.41592653589793, 1.5707963267948966, 1.0],
-        "kp": [0.0, 0.0, 0.0, 100.0],
-        "kd": [0.0, 0.0, 0.0, 14.0],
-        "v": [0.0, 0.0, 0.0, 0.0003],
-        "t1": [0.1, 0.4, 8.0, 52.0],
-        "num_samples": 401,
-    },
-    "data_tolerances": {"rtol": 1e-8, "atol": 1e-12},
-    "noise": {"relative": 0.01, "seed": 0},
-    "start_factors": [[0.5, 1.5, 1.5, 0.5, 1.5, 0.5], [1.5, 0.5, 0.5, 1.5, 1.5, 1.5]],
-    "stage1_records": [0, 1, 2],
-    "max_steps": 80,
-    "single_stage_check": True,
-    "target": 0.02,
-}
+
+def as_float(value):
+    return jnp.asarray(value, dtype=float)
 
 
 class Drive(AbstractStatelessForce):
@@ -171,7 +142,7 @@ def lm_fit(system, start, experiments, weights, steps, label):
 
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     target = settings["target"]
     system, truth, experiments, clean, sigma = make_records(settings)
     weights = (1.0 / sigma)[:, None]
@@ -302,28 +273,22 @@ def main():
             ("sigma", "noise σ m", ".3g"),
         ],
     )
-    print(records)
+    print(records, table, timing, sep="\n\n")
+    print_load_average()
     print()
-    print(table)
-    print()
-    print(timing)
-    print()
-    claims = {}
+    claims = []
     for run in runs:
-        for k, name in enumerate(PARAMS):
-            ok = bool(run["errors"][k] <= target)
-            claims[f"{run['label']}: {name}"] = ok
-            print(
-                f"{'PASS' if ok else 'FAIL'}  {run['label']}: {name} error "
-                f"{100 * run['errors'][k]:.3f} % (std err "
-                f"{100 * run['final'].stderr[k] / truth[k]:.3f} %) "
-                f"<= {100 * target:g} %"
-            )
-    holds = all(claims.values())
-    print(
-        f"{'PASS' if holds else 'FAIL'}  claim: all six LuGre parameters within "
-        f"{100 * target:g} % from each start 50 % off (1 % noise, two stages)"
+        stderr = run["final"].stderr / truth
+        claims += parameter_claims(run["label"], PARAMS, run["errors"], stderr, target)
+    holds = all(c["pass"] for c in claims)
+    claims.append(
+        claim(
+            holds,
+            f"all six LuGre parameters within {100 * target:g} % from each start "
+            "50 % off (1 % noise, two stages)",
+        )
     )
+    print_claims(claims)
     if single is not None:
         worst = float(np.max(single["errors"]))
         print(
@@ -341,10 +306,6 @@ def main():
     write_json(
         dict(
             settings=settings,
-            claim=(
-                f"all six within {100 * target:g} % from each start 50 % off "
-                "(1 % noise, two-stage Levenberg–Marquardt)"
-            ),
             claim_holds=holds,
             claims=claims,
             parameters=list(PARAMS),

@@ -24,6 +24,7 @@ from _common import (
     enable_float64,
     format_table,
     load_settings,
+    print_load_average,
     results_dir,
     write_json,
 )
@@ -35,20 +36,9 @@ from jaxfric.identify import Experiment, LevenbergMarquardt, fit, predict  # noq
 
 NAME = "identify_model_bias"
 
-DEFAULT_SETTINGS = {
-    "system": {"mass": 1.0, "stiffness": 4.0},
-    "true": {"fc": 1.0, "fs": 1.5, "vs": 0.1, "fv": 0.2},
-    "force": {"amplitude": 3.0, "omega": 1.5},
-    "t1": 4.0,
-    "num_samples": 201,
-    "eps": [0.1, 0.01],
-    "lugre": {"sigma0": 1e4, "sigma1": 100.0},
-    "max_steps": 40,
-}
-
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     tr = settings["true"]
     system = jf.systems.Oscillator(**settings["system"])
     force = jf.forces.Sine(settings["force"]["amplitude"], settings["force"]["omega"])
@@ -136,6 +126,7 @@ def main():
         ],
     )
     print(table)
+    print_load_average()
 
     folder = results_dir(NAME)
     write_json(dict(settings=settings, rows=rows), folder / "summary.json")

@@ -25,9 +25,12 @@ import time
 
 import numpy as np
 from _common import (
+    claim,
     enable_float64,
-    format_table,
     load_settings,
+    parameter_claims,
+    print_claims,
+    print_table,
     results_dir,
     write_json,
 )
@@ -47,13 +50,6 @@ from jaxfric.identify import (  # noqa: E402
 )
 
 NAME = "identify_stribeck_1dof"
-
-DEFAULT_SETTINGS = {
-    **load_setup(),
-    "target": 0.02,
-    "lm": {"max_steps": 80},
-    "adam": {"learning_rate": 0.05, "max_steps": 400},
-}
 
 
 def relative_errors(values, truth):
@@ -93,7 +89,7 @@ def run_fit(data, start, optimizer, steps, label, target):
 
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     setup = load_setup(settings)
     target = settings["target"]
     data = build(setup)
@@ -158,7 +154,7 @@ def main():
                 err=100 * abs(linear[name] - truth[k]) / truth[k],
             )
         )
-    table = format_table(
+    print_table(
         rows,
         [
             ("method", "method", ""),
@@ -170,7 +166,8 @@ def main():
             ("se_rel", "std err %", ".3f"),
         ],
     )
-    timing = format_table(
+    print()
+    print_table(
         [
             dict(
                 method=label,
@@ -194,38 +191,27 @@ def main():
             ("max_err", "max err %", ".3f"),
         ],
     )
-    print(table)
     print()
-    print(timing)
-    print()
-    claims = {}
+    claims = []
     for label, run in runs.items():
-        if not label.startswith("LM"):
-            continue
-        for k, name in enumerate(PARAMS):
-            ok = bool(run["errors"][k] <= target)
-            claims[f"{label}: {name}"] = ok
-            print(
-                f"{'PASS' if ok else 'FAIL'}  {label}: {name} error "
-                f"{100 * run['errors'][k]:.3f} % (std err "
-                f"{100 * run['result'].stderr[k] / truth[k]:.3f} %) "
-                f"<= {100 * target:g} %"
-            )
-    holds = all(claims.values())
-    print(
-        f"{'PASS' if holds else 'FAIL'}  claim: every parameter within "
-        f"{100 * target:g} % from every start (LM, 1 % noise)"
+        if label.startswith("LM"):
+            stderr = run["result"].stderr / truth
+            claims += parameter_claims(label, PARAMS, run["errors"], stderr, target)
+    holds = all(c["pass"] for c in claims)
+    claims.append(
+        claim(
+            holds,
+            f"every parameter within {100 * target:g} % from every start "
+            "(LM, 1 % noise)",
+        )
     )
+    print_claims(claims)
 
     folder = results_dir(NAME)
     figure(folder / "figure.png", data, runs, linear, target)
     write_json(
         dict(
             settings=settings,
-            claim=(
-                f"every parameter within {100 * target:g} % from every start "
-                "(Levenberg–Marquardt, 1 % noise)"
-            ),
             claim_holds=holds,
             claims=claims,
             parameters=list(PARAMS),

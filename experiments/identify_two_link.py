@@ -37,9 +37,13 @@ import time
 
 import numpy as np
 from _common import (
+    claim,
     enable_float64,
     format_table,
     load_settings,
+    parameter_claims,
+    print_claims,
+    print_table,
     results_dir,
     write_json,
 )
@@ -54,39 +58,6 @@ from jaxfric.identify import Experiment, LevenbergMarquardt, fit, predict  # noq
 
 NAME = "identify_two_link"
 PARAMS = ("fc[0]", "fc[1]", "fv[0]", "fv[1]")
-
-DEFAULT_SETTINGS = {
-    "system": {
-        "m1": 1.0,
-        "m2": 1.0,
-        "l1": 0.5,
-        "l2": 0.5,
-        "lc1": 0.25,
-        "lc2": 0.25,
-        "I1": 0.02,
-        "I2": 0.02,
-        "gravity": 0.0,
-    },
-    "friction": {"fc": [0.3, 0.15], "fv": [0.1, 0.05]},
-    # Per record: PD gains of joint 1 (joint 2 gets half), the reference
-    # amplitudes (rad) and frequency (rad/s).
-    "records": {
-        "kp": [1.0, 2.0, 2.0, 2.0],
-        "kd": [0.2, 0.2, 0.2, 0.2],
-        "amplitude1": [1.0, 1.0, 1.0, 1.0],
-        "amplitude2": [1.0, 1.0, 1.0, -1.0],
-        "omega": [2.0, 2.0, 3.0, 3.0],
-        "t1": 8.0,
-        "num_samples": 401,
-    },
-    "max_events": 128,
-    "noise": {"relative": 0.01, "seed": 0},
-    # (fc1, fc2, fv1, fv2) start = truth * factor.
-    "start_factors": [[1.5, 0.5, 0.5, 1.5], [0.5, 1.5, 1.5, 0.5]],
-    "max_steps": 60,
-    "target": 0.01,
-    "noiseless_target": 1e-6,
-}
 
 
 def law(theta):
@@ -156,7 +127,7 @@ def lm_fit(system, start, experiments, weights, settings, label):
 
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     target = settings["target"]
     system, truth, ts, forces, clean, noisy, sigma = make_records(settings)
     weights = 1.0 / sigma  # (records, joints)
@@ -179,7 +150,7 @@ def main():
             system, law(start), experiments(noisy), weights, settings, label
         )
 
-    rows, summary, claims = [], [], {}
+    rows, summary, claims, noiseless = [], [], [], []
     for label, (result, secs) in runs.items():
         errors = np.abs(result.values - truth) / truth
         bar = settings["noiseless_target"] if label.startswith("noiseless") else target
@@ -195,7 +166,9 @@ def main():
                     se_rel=100 * result.stderr[k] / truth[k],
                 )
             )
-            claims[f"{label}: {name}"] = (bool(errors[k] <= bar), errors[k], bar)
+        stderr = result.stderr / truth
+        found = parameter_claims(label, PARAMS, errors, stderr, bar, spec=".2e")
+        (noiseless if label.startswith("noiseless") else claims).extend(found)
         summary.append(
             dict(
                 run=label,
@@ -205,64 +178,54 @@ def main():
                 max_err=100 * float(np.max(errors)),
             )
         )
-    print(
-        format_table(
-            rows,
-            [
-                ("run", "run", ""),
-                ("param", "param", ""),
-                ("true", "true", ".4g"),
-                ("fit", "fitted", ".6f"),
-                ("err", "error %", ".2e"),
-                ("se", "std err", ".2e"),
-                ("se_rel", "std err %", ".3f"),
-            ],
-        )
+    table = format_table(
+        rows,
+        [
+            ("run", "run", ""),
+            ("param", "param", ""),
+            ("true", "true", ".4g"),
+            ("fit", "fitted", ".6f"),
+            ("err", "error %", ".2e"),
+            ("se", "std err", ".2e"),
+            ("se_rel", "std err %", ".3f"),
+        ],
+    )
+    print(table)
+    print()
+    print_table(
+        summary,
+        [
+            ("run", "run", ""),
+            ("steps", "LM steps", ""),
+            ("seconds", "seconds (incl. compile)", ".1f"),
+            ("loss", "final loss (whitened)", ".3g"),
+            ("max_err", "max err %", ".2e"),
+        ],
     )
     print()
-    print(
-        format_table(
-            summary,
-            [
-                ("run", "run", ""),
-                ("steps", "LM steps", ""),
-                ("seconds", "seconds (incl. compile)", ".1f"),
-                ("loss", "final loss (whitened)", ".3g"),
-                ("max_err", "max err %", ".2e"),
-            ],
-        )
-    )
-    print()
-    for name, (ok, err, bar) in claims.items():
-        print(
-            f"{'PASS' if ok else 'FAIL'}  {name}: error {err:.2e} (relative) <= {bar:g}"
-        )
-    noisy_ok = all(ok for n, (ok, _, _) in claims.items() if n.startswith("1 %"))
-    exact_ok = all(ok for n, (ok, _, _) in claims.items() if n.startswith("noise"))
-    print(
-        f"{'PASS' if noisy_ok else 'FAIL'}  claim: all four within "
-        f"{100 * target:g} % from 1 % noisy joint angles, from each start 50 % off"
-    )
-    print(
-        f"{'PASS' if exact_ok else 'FAIL'}  claim: noiseless recovery to "
-        f"{settings['noiseless_target']:g} relative"
-    )
+    noisy_ok = all(c["pass"] for c in claims)
+    exact_ok = all(c["pass"] for c in noiseless)
+    claims += noiseless + [
+        claim(
+            noisy_ok,
+            f"all four within {100 * target:g} % from 1 % noisy joint angles, "
+            "from each start 50 % off",
+        ),
+        claim(
+            exact_ok,
+            f"noiseless recovery to {settings['noiseless_target']:g} relative",
+        ),
+    ]
+    print_claims(claims)
 
     folder = results_dir(NAME)
     figure(folder / "figure.png", ts, noisy, runs["1 % noise, start 1"][0], runs, truth)
     write_json(
         dict(
             settings=settings,
-            claim=(
-                f"all four within {100 * target:g} % from 1 % noisy joint angles "
-                "(each start 50 % off); noiseless to "
-                f"{settings['noiseless_target']:g}"
-            ),
             claim_holds=noisy_ok,
             noiseless_claim_holds=exact_ok,
-            claims={
-                n: dict(holds=ok, error=e, bar=b) for n, (ok, e, b) in claims.items()
-            },
+            claims=claims,
             parameters=list(PARAMS),
             true=truth,
             noise_sigma_rad=sigma,

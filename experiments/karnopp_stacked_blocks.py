@@ -50,34 +50,6 @@ from jaxfric.io.results import result_message  # noqa: E402
 
 NAME = "karnopp_stacked_blocks"
 
-# Used when configs/experiments/karnopp_stacked_blocks.toml is missing.
-DEFAULT_SETTINGS = {
-    "experiment": {
-        "t1": 1.5,
-        "input_stop": 0.25,
-        "num_save": 3001,
-        "breakaway_ratio": 1.5,
-    },
-    "model": {
-        "m1": 1.0,
-        "m2": 1.0,
-        "k1": 50.0,
-        "k12": 100.0,
-        "v0": 2.0,
-        "fr_slip": 4.0,
-        "ff_slip": 6.0,
-    },
-    "sweep": [
-        {"m1": 1.0, "m2": 1.0, "k1": 100.0, "k12": 100.0, "v0": 1.0,
-         "fr_slip": 4.0, "ff_slip": 3.0},
-        {"m1": 1.0, "m2": 0.5, "k1": 100.0, "k12": 200.0, "v0": 1.0,
-         "fr_slip": 4.0, "ff_slip": 6.0},
-        {"m1": 1.0, "m2": 2.0, "k1": 200.0, "k12": 50.0, "v0": 2.0,
-         "fr_slip": 8.0, "ff_slip": 4.0},
-        {"m1": 1.0, "m2": 1.0, "k1": 100.0, "k12": 50.0, "v0": 2.0,
-         "fr_slip": 8.0, "ff_slip": 4.0},
-    ],
-}  # fmt: skip
 
 _MODEL_KEYS = ("m1", "m2", "k1", "k12", "v0", "fr_slip", "ff_slip")
 # Karnopp's Fig. 4(c) cases by (element 1 sticks, element 2 sticks).
@@ -224,7 +196,7 @@ def check(model, exp):
 
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     exp, model = settings["experiment"], settings["model"]
     sol, phase_rows, summary = check(model, exp)
 

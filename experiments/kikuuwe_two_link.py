@@ -33,9 +33,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from _common import (
+    claim,
     enable_float64,
-    format_table,
     load_settings,
+    print_claims,
+    print_table,
     results_dir,
     write_json,
 )
@@ -48,95 +50,6 @@ from jaxfric.io.results import result_message  # noqa: E402
 
 NAME = "kikuuwe_two_link"
 
-_FC = 0.5  # N·m, Kikuuwe & Yamamoto Sec. IV-B
-
-
-def _uniform_rods(name, mass, length):
-    """Two identical uniform rods: centre of mass at mid-length, I = m l²/12."""
-    inertia = mass * length**2 / 12.0
-    return {
-        "name": name,
-        "system": {
-            "type": "TwoLinkArm",
-            "m1": mass,
-            "m2": mass,
-            "l1": length,
-            "l2": length,
-            "lc1": length / 2,
-            "lc2": length / 2,
-            "I1": inertia,
-            "I2": inertia,
-            "gravity": 0.0,
-        },
-    }
-
-
-# Used when configs/experiments/kikuuwe_two_link.toml is missing.
-DEFAULT_SETTINGS = {
-    "experiment": {
-        "t1": 8.0,
-        "q0": [0.0, 0.0],
-        "qd0": [0.0, 0.0],
-        "num_save": 8001,
-        "drift_window": [5.0, 8.0],
-        "figure_arm": "uniform rods 0.5 kg, 0.3 m",
-    },
-    # Kikuuwe & Yamamoto, Eq. 28c–d.
-    "torque": {
-        "ramp_rate": 0.3,
-        "ramp_max": 0.52,
-        "t_switch": 4.0,
-        "offset": 0.336,
-        "amplitude": 0.144,
-        "omega": 100.0,
-    },
-    # Targets of the PASS/FAIL lines (see `check_claims`).
-    "claims": {
-        "stop_time": 4.5,
-        "stop_tolerance": 0.25,
-        "bounded_trend": 0.05,
-        "creep_trend": 0.5,
-        "creep_growth": 0.5,
-    },
-    "arms": [
-        _uniform_rods("uniform rods 0.5 kg, 0.3 m", 0.5, 0.3),
-        _uniform_rods("uniform rods 1.0 kg, 0.3 m", 1.0, 0.3),
-    ],
-    "models": [
-        {
-            "law": "Coulomb (exact switch)",
-            "setting": "rtol=1e-10, dtmax=1e-2",
-            "friction": {"type": "Coulomb", "fc": _FC},
-            "simulate": {"rtol": 1e-10, "atol": 1e-12, "dtmax": 1e-2},
-        },
-        *[
-            {
-                "law": "Kikuuwe (RK4)",
-                "setting": f"K=5000, B=1, T={dt:g}",
-                "friction": {"type": "Kikuuwe", "k": 5000.0, "b": 1.0, "f": _FC},
-                "simulate": {"dt0": dt, "max_steps": 100000},
-            }
-            for dt in (1e-3, 1e-4)
-        ],
-        *[
-            {
-                "law": "LuGre",
-                "setting": f"sigma0=1e5, sigma1=316, rtol={rtol:g}",
-                "friction": {
-                    "type": "LuGre",
-                    "sigma0": 1e5,
-                    "sigma1": 316.22776601683796,
-                    "sigma2": 0.0,
-                    "fc": _FC,
-                    "fs": _FC,
-                    "vs": 1e-3,
-                },
-                "simulate": {"rtol": rtol, "atol": rtol * 1e-4, "max_steps": 2000000},
-            }
-            for rtol in (1e-6, 1e-8)
-        ],
-    ],
-}
 
 _SECTIONS = ("experiment", "torque", "arms", "models", "claims")
 _CLAIM_KEYS = (
@@ -280,13 +193,6 @@ def summary_row(arm, model, sol, wall, exp):
     return row
 
 
-def _claim(ok: bool, text: str) -> dict:
-    """Print and return one checked claim."""
-    line = f"{'PASS' if ok else 'FAIL'}: {text}"
-    print(line)
-    return {"pass": bool(ok), "claim": line}
-
-
 def check_claims(rows, settings) -> list[dict]:
     """The claims of Kikuuwe & Yamamoto Sec. IV-B (Fig. 7), per arm and row.
 
@@ -305,7 +211,7 @@ def check_claims(rows, settings) -> list[dict]:
     for r in rows:
         label = f"{r['arm']} | {r['law']}, {r['setting']}"
         if r["result"] != "successful":
-            claims.append(_claim(False, f"{label}: run failed ({r['result']})"))
+            claims.append(claim(False, f"{label}: run failed ({r['result']})"))
             continue
         ptp = np.array([r["drift0"], r["drift1"]])
         trend = np.abs([r["trend0"], r["trend1"]])
@@ -315,7 +221,7 @@ def check_claims(rows, settings) -> list[dict]:
             moving = r["last_nonzero_velocity"]
             still_after = moving is None or moving <= r["last_event"]
             claims.append(
-                _claim(
+                claim(
                     abs(r["last_event"] - stop) <= tol and still_after,
                     f"{label}: stops at t = {r['last_event']:.4f} s (last switch; "
                     f"no nonzero saved velocity after it: {still_after}); "
@@ -323,7 +229,7 @@ def check_claims(rows, settings) -> list[dict]:
                 )
             )
             claims.append(
-                _claim(
+                claim(
                     bool(np.all(ptp == 0.0)) and r["bitwise_still"],
                     f"{label}: drift over [{lo:g}, {hi:g}] s = {ptp[0]:.1e} / "
                     f"{ptp[1]:.1e} rad, bitwise still {r['bitwise_still']}; "
@@ -339,7 +245,7 @@ def check_claims(rows, settings) -> list[dict]:
             stroke = 2.0 * model["friction"]["f"] / model["friction"]["k"]
             ratio = float(np.max(trend / ptp))
             claims.append(
-                _claim(
+                claim(
                     bool(np.all(ptp <= stroke)) and ratio <= c["bounded_trend"],
                     f"{label}: bounded drift: ptp {ptp[0]:.2e} / {ptp[1]:.2e} rad "
                     f"(target <= 2F/K = {stroke:.0e}), |trend|/ptp {ratio:.3f} "
@@ -351,7 +257,7 @@ def check_claims(rows, settings) -> list[dict]:
             ratio = float(np.min(trend / ptp))
             grows = bool(np.all(growth >= c["creep_growth"]))
             claims.append(
-                _claim(
+                claim(
                     ratio >= c["creep_trend"] and grows,
                     f"{label}: drift grows: trend {r['trend0']:.2e} / "
                     f"{r['trend1']:.2e} rad, |trend|/ptp {ratio:.2f} (target >= "
@@ -363,7 +269,7 @@ def check_claims(rows, settings) -> list[dict]:
 
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     _check_keys(settings, _SECTIONS, "settings:")
     exp = settings["experiment"]
     _check_keys(exp, _EXPERIMENT_KEYS, "[experiment]")
@@ -408,9 +314,9 @@ def main():
         ("wall_s", "wall [s]", ".1f"),
         ("result", "result", ""),
     ]
-    table = format_table(rows, columns)
-    print(table)
+    table = print_table(rows, columns)
     claims = check_claims(rows, settings)
+    print_claims(claims)
 
     out_dir = results_dir(NAME)
     fig = make_figure(solutions, settings)

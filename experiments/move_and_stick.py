@@ -39,8 +39,8 @@ import numpy as np
 import optax
 from _common import (
     enable_float64,
-    format_table,
     load_settings,
+    print_table,
     results_dir,
     write_json,
 )
@@ -54,46 +54,6 @@ from jaxfric.io.results import result_message  # noqa: E402
 from jaxfric.simulate import stick_margin  # noqa: E402
 
 NAME = "move_and_stick"
-
-_OPTIMIZER = {
-    "learning_rate": 0.05,
-    "final_learning_rate": 5e-4,
-    "num_steps": 400,
-    "num_starts": 4,
-    "init_noise": 0.3,
-    "seed": 0,
-}
-_SURROGATES = [{"kind": "tanh", "eps": 1e-2}, {"kind": "tanh", "eps": 1e-3}]
-
-# Used when configs/experiments/move_and_stick.toml is missing.
-DEFAULT_SETTINGS = {
-    "cases": [
-        {
-            "name": "1-DoF mass",
-            "t1": 3.0,
-            "q0": [0.0],
-            "target": [1.0],
-            "num_knots": 7,
-            "num_save": 301,
-            "initial_torque": [2.0],
-            "torque_bound": 3.0,
-            "position_weight": 1e5,
-            "velocity_weight": 1e5,
-            "effort_weight": 1.0,
-            "max_events": 16,
-            "optimizer": _OPTIMIZER,
-            "system": {"type": "Oscillator", "mass": 1.0, "stiffness": 0.0},
-            "friction": {
-                "type": "Stribeck",
-                "fc": 1.0,
-                "fs": 1.5,
-                "vs": 0.1,
-                "fv": 0.2,
-            },
-            "surrogates": _SURROGATES,
-        },
-    ],
-}
 
 
 def _where(force):
@@ -231,7 +191,7 @@ def run_case(case):
 
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     rows, figures = [], {}
     for case in settings["cases"]:
         case_rows, results, replays = run_case(case)
@@ -250,8 +210,7 @@ def main():
         ("truly_stuck", "truly stuck", ""),
         ("wall_s", "wall [s]", ".1f"),
     ]
-    table = format_table(rows, columns)
-    print(table)
+    table = print_table(rows, columns)
 
     out_dir = results_dir(NAME)
     paths = []

@@ -60,9 +60,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from _common import (
+    claim,
     enable_float64,
     format_table,
     load_settings,
+    print_claims,
+    print_load_average,
     results_dir,
     write_json,
 )
@@ -74,52 +77,11 @@ import jaxfric as jf  # noqa: E402
 import jaxfric.identify as ji  # noqa: E402
 import jaxfric.optimize as jo  # noqa: E402
 from jaxfric._check import as_float, check_range  # noqa: E402
-from jaxfric.friction._base import AbstractSetValuedLaw  # noqa: E402
+from jaxfric.friction import AbstractSetValuedLaw  # noqa: E402
 from jaxfric.io import build  # noqa: E402
 
 NAME = "optimal_excitation"
 PARAM_NAMES = ("fc1", "fc2", "fv1", "fv2")
-
-# Used when configs/experiments/optimal_excitation.toml is missing.
-DEFAULT_SETTINGS = {
-    "system": {
-        "type": "TwoLinkArm",
-        "m1": 1.0,
-        "m2": 1.0,
-        "l1": 0.5,
-        "l2": 0.5,
-        "lc1": 0.25,
-        "lc2": 0.25,
-        "I1": 0.02,
-        "I2": 0.02,
-        "gravity": 0.0,
-    },
-    "friction": {"fc": [0.3, 0.15], "fv": [0.1, 0.05]},
-    "controller": {"kp": [10.0, 5.0], "ki": [5.0, 2.5], "kd": [2.0, 1.0]},
-    "t1": 4.0,
-    "num_samples": 201,
-    "harmonics": 3,
-    "amplitude": [1.0, 1.0],
-    "amplitude_grid": 2001,
-    "torque_limit": 5.0,
-    "velocity_limit": 4.0,
-    "limit_weight": 1e3,
-    "limit_tolerance": 0.02,
-    "cond_weight": 1.0,
-    "max_events": 64,
-    "optimizer": {
-        "learning_rate": 0.05,
-        "final_learning_rate": 0.005,
-        "num_steps": 100,
-    },
-    "identify": {
-        "noise_fraction": 0.01,
-        "seeds": list(range(10)),
-        "start_factors": [1.5, 0.5, 0.5, 1.5],
-        "max_steps": 40,
-    },
-    "gradient_check": {"step": 1e-4, "entries": 4},
-}
 
 
 class SymmetricCoulombViscous(AbstractSetValuedLaw):
@@ -391,7 +353,7 @@ def identify_runs(setup, force, settings, label):
 
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     t1 = float(settings["t1"])
     omega = 2.0 * np.pi / t1
     ts = jnp.linspace(0.0, t1, settings["num_samples"])
@@ -530,10 +492,11 @@ def main():
     print(table1)
     print()
     print(table2)
+    print_load_average()
 
     sine, best = summary_rows
     tol = settings["limit_tolerance"]
-    claims = [
+    checks = [
         (
             "cond F_rel: optimised < sine",
             best["cond"],
@@ -583,10 +546,13 @@ def main():
             grad_error <= 1e-5,
         ),
     ]
-    claim_rows = []
-    for text, value, target, ok in claims:
-        print(f"{'PASS' if ok else 'FAIL'}: {text}: {value:.6g} (target {target:.6g})")
-        claim_rows.append({"claim": text, "value": value, "target": target, "pass": ok})
+    claims = [
+        claim(
+            ok, f"{text}: {value:.6g} (target {target:.6g})", value=value, target=target
+        )
+        for text, value, target, ok in checks
+    ]
+    print_claims(claims)
 
     out_dir = results_dir(NAME)
     fig = make_figure(sols, result, settings)
@@ -599,7 +565,7 @@ def main():
             "summary": summary_rows,
             "parameters": param_rows,
             "runs": runs,
-            "claims": claim_rows,
+            "claims": claims,
             "design": {
                 "a": np.asarray(result.params[0]),
                 "b": np.asarray(result.params[1]),

@@ -21,8 +21,8 @@ import equinox as eqx
 import numpy as np
 from _common import (
     enable_float64,
-    format_table,
     load_settings,
+    print_table,
     results_dir,
     write_json,
 )
@@ -35,84 +35,6 @@ from jaxfric.io.results import result_message  # noqa: E402
 
 NAME = "oscillator_models"
 
-_COULOMB = {"type": "Coulomb", "fc": 1.0}
-
-
-def _regularized(kind, eps):
-    return {
-        "law": f"Regularized {kind}",
-        "setting": f"eps={eps:g}",
-        "friction": {"type": "Regularized", "kind": kind, "eps": eps, "law": _COULOMB},
-        "simulate": {"max_steps": 200000},
-    }
-
-
-# Used when configs/experiments/oscillator_models.toml is missing.
-DEFAULT_SETTINGS = {
-    "experiment": {
-        "t1": 10.0,
-        "q0": 2.75,
-        "qd0": 0.0,
-        "num_save": 2001,
-        "exact_stick_position": -0.75,
-        "exact_stick_time": np.pi,
-    },
-    "system": {"type": "Oscillator", "mass": 1.0, "stiffness": 1.0},
-    "models": [
-        {
-            "law": "Coulomb (exact switch)",
-            "setting": "rtol=1e-10",
-            "friction": _COULOMB,
-            "simulate": {"rtol": 1e-10, "atol": 1e-12},
-        },
-        *[
-            _regularized(k, e)
-            for k in ("tanh", "linear")
-            for e in (1e-1, 1e-2, 1e-3, 1e-4)
-        ],
-        {
-            "law": "LuGre",
-            "setting": "sigma0=1e5",
-            "friction": {
-                "type": "LuGre",
-                "sigma0": 1e5,
-                "sigma1": 1e5**0.5,
-                "sigma2": 0.0,
-                "fc": 1.0,
-                "fs": 1.0,
-                "vs": 1e-3,
-            },
-        },
-        {
-            "law": "Dahl",
-            "setting": "sigma0=1e5",
-            "friction": {"type": "Dahl", "sigma0": 1e5, "fc": 1.0},
-        },
-        *[
-            {
-                "law": "Kikuuwe (RK4)",
-                "setting": f"K={k:g}, B={b:g}, T=1e-3",
-                "friction": {"type": "Kikuuwe", "k": k, "b": b, "f": 1.0},
-                "simulate": {"dt0": 1e-3},
-            }
-            for k, b in ((1e3, 60.0), (1e4, 200.0))
-        ],
-        *[
-            {
-                "law": "Karnopp",
-                "setting": f"dv={dv:g}, T={dt:g}",
-                "friction": {
-                    "type": "Karnopp",
-                    "dv": dv,
-                    "breakaway": 1.0,
-                    "slip_law": _COULOMB,
-                },
-                "simulate": {"dt0": dt, "max_steps": 100001},
-            }
-            for dv, dt in ((1e-2, 1e-3), (1e-3, 1e-4))
-        ],
-    ],
-}
 
 _EXPERIMENT_KEYS = (
     "t1",
@@ -208,7 +130,7 @@ def summary_row(model, sol, first, warm, settings):
 
 
 def main():
-    settings = load_settings(NAME, DEFAULT_SETTINGS)
+    settings = load_settings(NAME)
     _check_keys(settings, ("experiment", "system", "models"), "settings:")
     exp = settings["experiment"]
     _check_keys(exp, _EXPERIMENT_KEYS, "[experiment]")
@@ -242,8 +164,7 @@ def main():
         ("wall_warm_s", "wall [s]", ".3f"),
         ("result", "result", ""),
     ]
-    table = format_table(rows, columns)
-    print(table)
+    table = print_table(rows, columns)
 
     out_dir = results_dir(NAME)
     fig = make_figure(solutions, settings)
