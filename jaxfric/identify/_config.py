@@ -306,7 +306,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     if optimizer_name == "adam":
         optimizer = default_adam(float(ident.get("learning_rate", 0.05)), max_steps)
     else:
-        optimizer = LevenbergMarquardt(jac=ident.get("jac"))
+        optimizer = LevenbergMarquardt()
     windows = ident.get("windows", 1)
     shooting = MultipleShooting(
         windows,

@@ -12,7 +12,6 @@ extra unknown tied to the previous window's end by a continuity penalty, or rese
 to the data. Experiments and windows are simulated together with `jax.vmap`.
 """
 
-import inspect
 from typing import Any
 
 import diffrax
@@ -38,10 +37,6 @@ from ._transforms import AbstractTransform, AtLeast, Bounded, Identity, Positive
 # least-squares step into a region where the solver fails is rejected, and
 # constant, so that it contributes no gradient.
 _FAILED_RESIDUAL = 1e3
-
-# Forward-mode Jacobians need `diffrax.ForwardMode` inside the solves; it is
-# handed to `simulate` when its public signature takes an `adjoint`.
-SIMULATE_TAKES_ADJOINT = "adjoint" in inspect.signature(simulate).parameters
 
 
 class Model(eqx.Module):
@@ -157,7 +152,8 @@ def simulate_options_for(options: tuple, mode: str) -> tuple:
     """`simulate` keywords for a pass in `mode` (``"fwd"``: forward-mode
     derivatives; ``"bwd"``/``"eval"``: reverse mode or none)."""
     names = {k for k, _ in options}
-    if mode == "fwd" and SIMULATE_TAKES_ADJOINT and "adjoint" not in names:
+    # Forward-mode Jacobians need `diffrax.ForwardMode` inside the solves.
+    if mode == "fwd" and "adjoint" not in names:
         return tuple(sorted(options + (("adjoint", diffrax.ForwardMode()),)))
     return options
 
