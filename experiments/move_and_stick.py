@@ -92,7 +92,7 @@ def run_optimisation(problem, case):
     opt = case["optimizer"]
     schedule = optax.cosine_decay_schedule(
         opt["learning_rate"],
-        opt["num_steps"],
+        opt["max_steps"],
         alpha=opt["final_learning_rate"] / opt["learning_rate"],
     )
     starts = jo.perturbed_starts(
@@ -104,10 +104,9 @@ def run_optimisation(problem, case):
         problem,
         optax.adam(schedule),
         starts,
-        num_steps=opt["num_steps"],
+        max_steps=opt["max_steps"],
         batched=True,
         project=jo.Box(-bound, bound),
-        progress=True,
     )
     return result, time.perf_counter() - start
 

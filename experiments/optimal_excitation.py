@@ -401,20 +401,18 @@ def main():
     opt = settings["optimizer"]
     schedule = optax.cosine_decay_schedule(
         opt["learning_rate"],
-        opt["num_steps"],
+        opt["max_steps"],
         alpha=opt["final_learning_rate"] / opt["learning_rate"],
     )
     start = time.perf_counter()
     result = jo.optimize(
         problem,
         optax.adam(schedule),
-        num_steps=opt["num_steps"],
+        max_steps=opt["max_steps"],
         project=project,
-        progress=True,
-        description="design",
     )
     design_wall = time.perf_counter() - start
-    print(f"design: {opt['num_steps']} steps, {design_wall:.1f} s (with compilation)")
+    print(f"design: {opt['max_steps']} steps, {design_wall:.1f} s (with compilation)")
     optimised_force = result.force
 
     # Gradient (the custom_vjp's) of the design loss at the sine start.

@@ -185,6 +185,20 @@ def simulate(
     _finish(paths, f"the solve failed: {message}" if failed else None)
 
 
+def _progress(total: int, label: str, enabled: bool):
+    """A tqdm bar and the ``callback(step, value)`` of `jaxfric.identify.fit` and
+    `jaxfric.optimize.optimize` that moves it."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=label, disable=not enabled, unit="step")
+
+    def callback(step: int, value: float) -> None:
+        bar.update(step - bar.n)
+        bar.set_postfix(value=f"{value:.4g}")
+
+    return bar, callback
+
+
 @app.command()
 def optimize(
     config: ConfigArg,
@@ -205,20 +219,22 @@ def optimize(
         cfg = load_optimize_config(config)
     except ValueError as e:
         _config_failure(config, e)
+    bar, callback = _progress(cfg.max_steps, config.stem, progress)
     start = time.perf_counter()
     try:
         result = jo.optimize(
             cfg.problem,
             cfg.optimizer,
             cfg.params0,
-            num_steps=cfg.num_steps,
+            max_steps=cfg.max_steps,
             batched=cfg.batched,
             project=cfg.project,
-            progress=progress,
-            description=config.stem,
+            callback=callback,
         )
     except (ValueError, TypeError) as e:  # inputs `simulate` or optax reject
+        bar.close()
         _config_failure(config, e)
+    bar.close()
     wall = time.perf_counter() - start
     title = (
         f"{type(cfg.problem.system).__name__} with "
@@ -271,8 +287,6 @@ def identify(
     optional [synthetic], [true]; see jaxfric/identify/_config.py) to its
     records; write identify.json (fitted vs true values, standard errors, loss
     history) and identify.png (measured vs fitted, convergence)."""
-    from tqdm import tqdm
-
     import jaxfric.identify as ji
     from jaxfric.identify._config import (
         parse_identify_config,
@@ -288,13 +302,7 @@ def identify(
         cfg = parse_identify_config(config)
     except ValueError as e:  # ConfigError, RecordError, a rejected experiment
         _config_failure(config, e)
-    total = cfg.fit_kwargs["max_steps"]
-    bar = tqdm(total=total, desc=config.stem, disable=not progress, unit="step")
-
-    def callback(step: int, loss: float) -> None:
-        bar.update(step - bar.n)
-        bar.set_postfix(loss=f"{loss:.4g}")
-
+    bar, callback = _progress(cfg.fit_kwargs["max_steps"], config.stem, progress)
     start = time.perf_counter()
     try:
         result = ji.fit(

@@ -100,7 +100,7 @@ def optimum():
         _double_integrator(10.0, 1.0),
         _LBFGS,
         STARTS,
-        num_steps=40,
+        max_steps=40,
         batched=True,
         project=jo.Box(-100.0, 100.0),
     )
@@ -127,7 +127,7 @@ def test_no_recompilation_across_iterations_and_calls(optimum):
     problem, starts = _double_integrator(5.0, 2.0), STARTS + 0.5
     box = jo.Box(-9.0, 9.0)
     before = len(_COMPILES)
-    jo.optimize(problem, _LBFGS, starts, num_steps=3, batched=True, project=box)
+    jo.optimize(problem, _LBFGS, starts, max_steps=3, batched=True, project=box)
     assert len(_COMPILES) == before
 
 
@@ -142,7 +142,7 @@ def test_limits_respected_by_final_trajectory(optimum):
         _double_integrator(speed, 1e5),
         _LBFGS,
         STARTS,
-        num_steps=200,
+        max_steps=200,
         batched=True,
         project=jo.Box(-torque_bound, torque_bound),
     )
@@ -310,7 +310,7 @@ weight = 1.0
 parameters = ["values"]
 optimizer = "lbfgs"
 learning_rate = 1.0
-num_steps = 40
+max_steps = 40
 num_starts = 2
 init_noise = 1.0
 bounds = [-100.0, 100.0]
@@ -406,5 +406,5 @@ def test_invalid_arguments_name_the_parameter():
             t1=1.0,
             simulate_options={"rtoll": 1e-8},
         )
-    with pytest.raises(ValueError, match="num_steps"):
-        jo.optimize(_double_integrator(10.0, 1.0), _LBFGS, num_steps=-1)
+    with pytest.raises(ValueError, match="max_steps"):
+        jo.optimize(_double_integrator(10.0, 1.0), _LBFGS, max_steps=-1)

@@ -18,7 +18,7 @@ the initial applied force; three more describe the optimisation::
     parameters = ["values"]     # fields of [force] optimised ("reference.a", ...)
     optimizer = "adam"          # an optax function
     learning_rate = 0.05        # passed when given and the function takes it
-    num_steps = 200
+    max_steps = 200
     num_starts = 1              # > 1: a batch of starts under vmap, best kept
     init_noise = 0.1            # std of the Gaussian perturbation of extra starts
     seed = 0
@@ -66,7 +66,7 @@ OPTIMIZE_KEYS: dict[str, str] = {
     "optimizer": "str",
     "learning_rate": "number",
     "optimizer_options": "table",
-    "num_steps": "int",
+    "max_steps": "int",
     "num_starts": "int",
     "init_noise": "number",
     "seed": "int",
@@ -86,7 +86,7 @@ OPTIMIZE_DEFAULTS: dict[str, Any] = {
 # any integer `seed` makes a `jax.random` key.
 OPTIMIZE_RANGES: dict[str, tuple[float, bool]] = {
     "learning_rate": (0.0, True),
-    "num_steps": (0.0, False),
+    "max_steps": (0.0, False),
     "num_starts": (1.0, False),
     "init_noise": (0.0, False),
 }
@@ -107,7 +107,7 @@ class OptimizeConfig(NamedTuple):
         optimizer: the `optax` transformation.
         params0: the initial decision variables (batched when ``num_starts > 1``).
         batched: whether `params0` is a batch.
-        num_steps: optimiser steps.
+        max_steps: optimiser steps.
         project: the `Box` projection, or `None`.
         raw: the configuration as read.
     """
@@ -116,7 +116,7 @@ class OptimizeConfig(NamedTuple):
     optimizer: optax.GradientTransformation
     params0: Any
     batched: bool
-    num_steps: int
+    max_steps: int
     project: Box | None
     raw: dict[str, Any]
 
@@ -276,7 +276,7 @@ def _optimize_table(table) -> dict[str, Any]:
             }[kind]
             raise ConfigError(f"{where}: expected {expected}.")
         out[key] = value
-    for key in ("parameters", "num_steps"):
+    for key in ("parameters", "max_steps"):
         if key not in out:
             raise ConfigError(f"[optimize]: missing required key {key!r}.")
     check_ranges(out, OPTIMIZE_RANGES, "[optimize]")
@@ -362,7 +362,7 @@ def parse_optimize_config(data: Mapping[str, Any]) -> OptimizeConfig:
             params0, opt["num_starts"], opt["init_noise"], opt["seed"]
         )
     return OptimizeConfig(
-        problem, optimizer, params0, batched, opt["num_steps"], project, dict(data)
+        problem, optimizer, params0, batched, opt["max_steps"], project, dict(data)
     )
 
 

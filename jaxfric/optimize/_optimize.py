@@ -1,5 +1,8 @@
-"""The optimisation loop: any `optax` transformation, one jitted step, batches of
-initial guesses with `vmap`, projection, best iterate kept."""
+"""The optimisation loop: any `optax` transformation through the "optimise
+through simulate" core that `jaxfric.identify.fit` uses too (`jaxfric._minimise`:
+chunks of compiled steps, best iterate kept, failed solves not stepped from,
+progress through a callback), batches of initial guesses with `vmap`,
+projection."""
 
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +15,7 @@ import optax
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
 from .._check import as_float, check_finite, is_concrete
+from .._minimise import Best, host, optax_chunk, run_chunks, strong
 from .._types import Scalar
 from ..forces._base import AbstractForce
 from ..simulate._solution import Solution
@@ -49,13 +53,6 @@ class Box(eqx.Module):
         return jax.tree.map(lambda p: jnp.clip(p, self.lower, self.upper), params)
 
 
-class _Best(eqx.Module):
-    """Best iterate seen so far (per batch member)."""
-
-    value: Float[Array, "*batch"]
-    params: Any
-
-
 class OptimizeResult(eqx.Module):
     """What `optimize` returns.
 
@@ -81,6 +78,7 @@ class OptimizeResult(eqx.Module):
             `None` for a single start.
         best_index: the batch member `params` comes from (`None` for a single
             start).
+        num_steps: optimiser steps taken.
     """
 
     params: Any
@@ -96,30 +94,7 @@ class OptimizeResult(eqx.Module):
     final_params: Any
     member_values: np.ndarray | None
     best_index: int | None
-
-
-def _all_finite(tree) -> Array:
-    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]
-    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
-
-
-def _strong(tree):
-    """Drop weak types: the step's outputs are strongly typed, and inputs that
-    differ from them only in weak type would trace the step a second time."""
-    return jax.tree.map(
-        lambda x: jnp.asarray(x, dtype=x.dtype) if eqx.is_array(x) else x, tree
-    )
-
-
-def _select(pred, new, old):
-    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), new, old)
-
-
-def _improve(best: _Best, value, params, ok) -> _Best:
-    better = ok & (value < best.value)
-    return _Best(
-        jnp.where(better, value, best.value), _select(better, params, best.params)
-    )
+    num_steps: int
 
 
 def _mapped(fn, batched: bool, n_shared: int):
@@ -135,46 +110,19 @@ def _mapped(fn, batched: bool, n_shared: int):
     return wrapped
 
 
-def _one_step(problem: Problem, optimizer, project, params, opt_state, best: _Best):
-    objective = problem.objective_and_solution
-    (value, (aux, sol)), grads = jax.value_and_grad(objective, has_aux=True)(params)
-    ok = aux["success"] & jnp.isfinite(value) & _all_finite(grads)
-    if isinstance(optimizer, optax.GradientTransformationExtraArgs):
-        # Line-search methods (optax.lbfgs, ...) re-evaluate the objective.
-        updates, new_state = optimizer.update(
-            grads,
-            opt_state,
-            params,
-            value=value,
-            grad=grads,
-            value_fn=lambda p: problem.objective(p)[0],
-        )
-    else:
-        updates, new_state = optimizer.update(grads, opt_state, params)
-    new_params = optax.apply_updates(params, updates)
-    if project is not None:
-        new_params = project(new_params)
-    # A failed solve or a non-finite gradient leaves the iterate where it was.
-    new_params = _select(ok, new_params, params)
-    new_state = _select(ok, new_state, opt_state)
-    best = _improve(best, value, params, ok)
-    return new_params, new_state, best, value, aux, sol
+def _objective(params, problem: Problem):
+    """`problem.objective` in the form the core takes."""
+    value, aux = problem.objective(params)
+    return value, (aux["success"], aux)
 
 
 @eqx.filter_jit
-def _step(problem, optimizer, project, params, opt_state, best, batched):
-    # One compiled step per problem structure: iterations (and later calls with
-    # the same problem structure, optimiser and projection) reuse it. It also
-    # returns the objective, its parts and the simulation at `params`, so the
-    # final evaluations reuse it too instead of compiling a forward pass.
-    step = _mapped(_one_step, batched, 3)
-    return step(problem, optimizer, project, params, opt_state, best)
+def _evaluate(problem, params, batched=False):
+    def one(params):
+        value, (aux, sol) = problem.objective_and_solution(params)
+        return value, aux, sol
 
-
-@eqx.filter_jit
-def _evaluate(problem, params):
-    value, (aux, sol) = problem.objective_and_solution(params)
-    return value, aux, sol
+    return (eqx.filter_vmap(one) if batched else one)(params)
 
 
 def evaluate(
@@ -223,25 +171,25 @@ def optimize(
     optimizer: optax.GradientTransformation,
     params0: PyTree[Float[ArrayLike, "..."]] | None = None,
     *,
-    num_steps: int,
+    max_steps: int,
     batched: bool = False,
     project: Callable[[Any], Any] | None = None,
-    progress: bool = False,
-    description: str = "optimize",
+    chunk: int = 10,
+    callback: Callable[[int, float], None] | None = None,
 ) -> OptimizeResult:
     """Minimise ``problem.objective`` (loss + limit penalties) with an `optax`
     transformation.
 
-    Each iteration is one call of a compiled step (objective, reverse-mode
-    gradient through the simulation, optimiser update, projection); it is traced
-    once per problem structure, so iterations never recompile, and a later call
-    with the same structure, `optimizer` object and projection type reuses it
-    (a new ``optax.adam(...)`` object is a new function to JAX: reuse the object
-    to avoid recompiling). Iterates whose simulation fails (`Solution.result`)
-    or whose gradient is not finite are not accepted: the step leaves them
-    unchanged. Line-search transformations (``optax.lbfgs()``, any
-    `optax.GradientTransformationExtraArgs`) receive ``value``, ``grad`` and
-    ``value_fn``.
+    The steps (objective, reverse-mode gradient through the simulation,
+    optimiser update, projection) run `chunk` at a time in one compiled call;
+    it is traced once per problem structure, so iterations never recompile,
+    and a later call with the same structure, `optimizer` object and
+    projection type reuses it (a new ``optax.adam(...)`` object is a new
+    function to JAX: reuse the object to avoid recompiling). Iterates whose
+    simulation fails (`Solution.result`) or whose gradient is not finite are
+    not accepted: the step leaves them unchanged. Line-search transformations
+    (``optax.lbfgs()``, any `optax.GradientTransformationExtraArgs`) receive
+    ``value``, ``grad`` and ``value_fn``.
 
     Args:
         problem: the `Problem`.
@@ -251,14 +199,17 @@ def optimize(
             every leaf has a leading batch axis: the starts are optimised
             together under `jax.vmap` and the best result over all of them is
             kept.
-        num_steps: number of optimiser steps, ``>= 0``.
+        max_steps: number of optimiser steps, ``>= 0`` (an optax
+            transformation runs them all).
         batched: whether `params0` is a batch of initial guesses.
         project: applied to the decision variables after every update and to
             `params0`: a projection onto the feasible set, e.g. `Box` for torque
             limits on tabulated torques. An `eqx.Module` (like `Box`) keeps its
             bounds as traced inputs.
-        progress: show a `tqdm` progress bar with the best objective.
-        description: label of the progress bar.
+        chunk: optimiser steps per compiled call (progress granularity).
+        callback: called as ``callback(step, value)`` after each chunk, with
+            the objective at the latest iterate (the lowest over a batch); the
+            CLI draws its progress bar with it.
 
     Returns:
         An `OptimizeResult`.
@@ -270,8 +221,6 @@ def optimize(
             "`optimizer` must be an optax.GradientTransformation; got "
             f"{type(optimizer).__name__}."
         )
-    if num_steps < 0:
-        raise ValueError(f"`num_steps` must be >= 0; got {num_steps}.")
     if params0 is None:
         if batched:
             raise ValueError("`batched=True` needs a batch of initial `params0`.")
@@ -295,34 +244,32 @@ def optimize(
         )
     if project is not None:
         params = _mapped(project, batched, 0)(params)
-    opt_state = _strong(_mapped(optimizer.init, batched, 0)(params))
-    params = _strong(params)
+    opt_state = _mapped(optimizer.init, batched, 0)(params)
     inf = jnp.full(() if size is None else (size,), jnp.inf, dtype=float)
-    best = _strong(_Best(inf, params))
+    carry = strong((params, opt_state, Best(inf, params)))
 
-    values, auxes = [], []
-    every = max(1, num_steps // 100)
-    bar = _progress_bar(num_steps, progress, description)
-    args = (problem, optimizer, project)
-    for i in range(num_steps):
-        params, opt_state, best, value, aux, _ = _step(
-            *args, params, opt_state, best, batched
+    def advance(count):
+        nonlocal carry
+        carry, (values, _, aux) = optax_chunk(
+            _objective,
+            problem,
+            optimizer,
+            project,
+            carry,
+            jnp.asarray(count),
+            chunk,
+            batched,
         )
-        values.append(value)
-        auxes.append(aux)
-        if bar is not None:
-            bar.update(1)
-            if i % every == 0 or i == num_steps - 1:
-                bar.set_postfix(best=f"{float(jnp.min(best.value)):.6g}")
-    if bar is not None:
-        bar.close()
+        values, aux = host((values, aux), count)
+        return (values, aux), count, False, float(np.min(values[-1]))
 
-    # The final iterate's objective (its update is discarded), then the
-    # simulation at the best iterate of each member: the same compiled step.
-    _, _, best, value, aux, _ = _step(*args, params, opt_state, best, batched)
-    values.append(value)
-    auxes.append(aux)
-    _, _, _, value, aux, sol = _step(*args, best.params, opt_state, best, batched)
+    records, num_steps, _ = run_chunks(advance, max_steps, chunk, callback)
+    params, _, best = carry
+    # The final iterate's objective, then the simulation at the best iterate of
+    # each member.
+    value, aux, _ = _evaluate(problem, params, batched)
+    records.append(jax.tree.map(lambda x: np.asarray(x)[None], (value, aux)))
+    value, aux, sol = _evaluate(problem, best.params, batched)
     index = None
     member_values = None
     best_params = best.params
@@ -333,8 +280,8 @@ def optimize(
         pick = lambda tree: jax.tree.map(lambda x: x[index], tree)  # noqa: E731
         best_params, value, aux, sol = pick((best.params, value, aux, sol))
 
-    history = _stack_history(values, batched)
-    history_aux = {k: _stack_history([a[k] for a in auxes], batched) for k in aux}
+    history = _stack_history([r[0] for r in records], batched)
+    history_aux = {k: _stack_history([r[1][k] for r in records], batched) for k in aux}
     history = np.where(history_aux["success"], history, np.nan)
     return OptimizeResult(
         params=best_params,
@@ -350,20 +297,13 @@ def optimize(
         final_params=params,
         member_values=member_values,
         best_index=index,
+        num_steps=num_steps,
     )
 
 
-def _stack_history(values, batched: bool) -> np.ndarray:
-    out = np.stack([np.asarray(v) for v in values])
+def _stack_history(chunks, batched: bool) -> np.ndarray:
+    out = np.concatenate([np.asarray(c) for c in chunks])
     return out.T if batched else out
-
-
-def _progress_bar(total: int, enabled: bool, description: str):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=description, unit="step")
 
 
 def perturbed_starts(params, num_starts: int, noise: float, seed: int = 0):
