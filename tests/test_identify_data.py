@@ -13,6 +13,7 @@ from jaxfric.identify import (
     RecordError,
     from_record,
     stack_experiments,
+    synthesize_record,
 )
 from jaxfric.io import load_record, save_record
 
@@ -200,3 +201,23 @@ def test_stack_experiments_checks():
         )
     with pytest.raises(ValueError, match="structure"):
         stack_experiments([a, Experiment(ts, np.zeros(5))])
+
+
+def test_synthesize_record_noise_is_relative_to_rms():
+    # Reference: jaxfric.simulate of the same model (noise 0 reproduces it
+    # exactly); the noise's sample standard deviation over 2001 samples is
+    # within 5 % of noise * RMS(q) (the standard error of a sample standard
+    # deviation is 1/sqrt(2 N) = 1.6 %).
+    system, law = jf.systems.Oscillator(1.0, 4.0), jf.Coulomb(0.5)
+    force = jf.forces.Sine(2.0, 2.0)
+    ts = np.linspace(0.0, 4.0, 2001)
+    clean = np.asarray(jf.simulate(system, law, 0.0, 0.0, 4.0, ts=ts, force=force).q)
+    exact = synthesize_record(system, law, ts, force=force)
+    np.testing.assert_array_equal(exact.q, clean)
+    noisy = synthesize_record(system, law, ts, force=force, noise=0.01, seed=[3, 1])
+    rms = np.sqrt(np.mean(clean**2))
+    np.testing.assert_allclose(np.std(noisy.q - clean), 0.01 * rms, rtol=0.05)
+    again = synthesize_record(system, law, ts, force=force, noise=0.01, seed=[3, 1])
+    np.testing.assert_array_equal(again.q, noisy.q)
+    with pytest.raises(ValueError, match="noise"):
+        synthesize_record(system, law, ts, force=force, noise=-1.0)

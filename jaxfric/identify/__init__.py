@@ -7,6 +7,7 @@ from ._experiment import (
     Experiment as Experiment,
     from_record as from_record,
     stack_experiments as stack_experiments,
+    synthesize_record as synthesize_record,
 )
 from ._fit import (
     FitResult as FitResult,

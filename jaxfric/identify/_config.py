@@ -55,7 +55,6 @@ naming the section and key.
 """
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -72,7 +71,12 @@ from ..io.config import (
     read_toml,
 )
 from ..io.records import load_record
-from ._experiment import Experiment, from_record, stack_experiments
+from ._experiment import (
+    Experiment,
+    from_record,
+    stack_experiments,
+    synthesize_record,
+)
 from ._fit import FitResult, Model, MultipleShooting, default_adam
 from ._lm import LevenbergMarquardt
 from ._record import Record
@@ -344,8 +348,6 @@ def _synthetic_part(synthetic, family, default):
 
 def _synthesize(system, friction, synthetic, entry, force, kw, k) -> Record:
     """A record simulated from the true model of ``[synthetic]``, with noise."""
-    from ..simulate import simulate
-
     where = f"[[experiments]] #{k}"
     if force is None:
         raise ConfigError(f"{where}: missing key 'force' (synthetic records).")
@@ -355,22 +357,17 @@ def _synthesize(system, friction, synthetic, entry, force, kw, k) -> Record:
         _number(synthetic.get("noise", 0.0), "[synthetic] key 'noise'", "number")
     )
     seed = int(_number(synthetic.get("seed", 0), "[synthetic] key 'seed'", "int"))
-    true_system = _synthetic_part(synthetic, "system", system)
-    true_friction = _synthetic_part(synthetic, "friction", friction)
-    ts = np.linspace(0.0, t1, num)
-    sol = simulate(
-        true_system,
-        true_friction,
-        kw.get("q0", 0.0),
-        kw.get("qd0", 0.0),
-        t1,
-        ts=ts,
+    return synthesize_record(
+        _synthetic_part(synthetic, "system", system),
+        _synthetic_part(synthetic, "friction", friction),
+        np.linspace(0.0, t1, num),
         force=force,
+        q0=kw.get("q0", 0.0),
+        qd0=kw.get("qd0", 0.0),
+        noise=noise,
+        seed=[seed, k],
+        source=f"synthetic record {k}",
     )
-    q = np.asarray(sol.q)
-    rng = np.random.default_rng([seed, k])
-    q = q + noise * math.sqrt(float(np.mean(q**2))) * rng.normal(size=q.shape)
-    return Record(ts=ts, q=q, source=f"synthetic record {k}")
 
 
 def report(cfg: IdentifyConfig, result: FitResult, wall: float) -> dict[str, Any]:

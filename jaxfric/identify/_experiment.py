@@ -1,16 +1,22 @@
-"""An experiment to fit: measured samples, the known input, the initial state."""
+"""An experiment to fit: measured samples, the known input, the initial state;
+and synthetic noisy records simulated from a known model."""
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .._check import check_finite, is_concrete
 from ..forces._base import AbstractForce
 from ..forces._inputs import Tabulated
+from ..friction._base import AbstractFrictionLaw
+from ..simulate import simulate
+from ..systems._base import AbstractSystem
 from ._record import Record
 
 
@@ -142,4 +148,54 @@ def stack_experiments(experiments: Sequence[Experiment]) -> Experiment:
     return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *experiments)
 
 
-__all__ = ["Experiment", "from_record", "stack_experiments"]
+def synthesize_record(
+    system: AbstractSystem,
+    friction: AbstractFrictionLaw,
+    ts: Float[ArrayLike, " T"],
+    *,
+    force: AbstractForce,
+    q0: Any = 0.0,
+    qd0: Any = 0.0,
+    noise: float = 0.0,
+    seed: int | Sequence[int] | np.random.Generator = 0,
+    simulate_options: dict[str, Any] | None = None,
+    source: str = "synthetic record",
+) -> Record:
+    """A record simulated from a known model, with Gaussian position noise of
+    standard deviation ``noise · RMS(q)`` (relative to the record's
+    root-mean-square position), e.g. to test an identification.
+
+    Args:
+        system, friction, force: the true model and its input.
+        ts: sample times, s, strictly increasing, starting at the initial time.
+        q0, qd0: initial state (m or rad, m/s or rad/s).
+        noise: relative noise level, ``>= 0``.
+        seed: for `numpy.random.default_rng` (an int, a sequence such as
+            ``[seed, record_index]``, or a `Generator`, which is drawn from).
+        simulate_options: keywords for `jaxfric.simulate`.
+        source: the record's name in error messages.
+
+    Returns:
+        A `Record` with `ts` and the noisy positions (no velocities, no inputs).
+    """
+    if not noise >= 0:
+        raise ValueError(f"`noise` must be >= 0; got {noise}.")
+    ts = np.asarray(ts, dtype=float)
+    sol = simulate(
+        system,
+        friction,
+        q0,
+        qd0,
+        float(ts[-1]),
+        t0=float(ts[0]),
+        ts=ts,
+        force=force,
+        **(simulate_options or {}),
+    )
+    q = np.asarray(sol.q)
+    rng = np.random.default_rng(seed)
+    q = q + noise * math.sqrt(float(np.mean(q**2))) * rng.normal(size=q.shape)
+    return Record(ts=ts, q=q, source=source)
+
+
+__all__ = ["Experiment", "from_record", "stack_experiments", "synthesize_record"]
