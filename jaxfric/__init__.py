@@ -18,6 +18,11 @@ from .friction import (
     Regularized as Regularized,
     Stribeck as Stribeck,
 )
-from .simulate import RESULTS as RESULTS, Solution as Solution, simulate as simulate
+from .simulate import (
+    RESULTS as RESULTS,
+    SimulateOptions as SimulateOptions,
+    Solution as Solution,
+    simulate as simulate,
+)
 
 __version__ = "0.1.0"

@@ -285,7 +285,7 @@ num_steps = 10
 
 
 def test_optimize_reference_config_parses():
-    from jaxfric.optimize._config import parse_optimize_config
+    from jaxfric.io.optimize_config import parse_optimize_config
 
     cfg = parse_optimize_config(tomllib.loads(_OPTIMIZE))
     assert cfg.num_steps == 10 and not cfg.batched
@@ -305,7 +305,7 @@ def test_optimize_reference_config_parses():
     ],
 )
 def test_optimize_numbers_out_of_range_name_the_key(old, new, fragments):
-    from jaxfric.optimize._config import parse_optimize_config
+    from jaxfric.io.optimize_config import parse_optimize_config
 
     key = new.splitlines()[-1].split(" = ")[0]
     with pytest.raises(ConfigError) as info:
@@ -325,7 +325,7 @@ def test_optimize_numbers_out_of_range_name_the_key(old, new, fragments):
     ],
 )
 def test_optimize_other_sections_out_of_range(old, new, fragments):
-    from jaxfric.optimize._config import parse_optimize_config
+    from jaxfric.io.optimize_config import parse_optimize_config
 
     with pytest.raises(ConfigError) as info:
         parse_optimize_config(tomllib.loads(_OPTIMIZE.replace(old, new)))
@@ -362,7 +362,7 @@ _SYNTHETIC_EXPERIMENT = (
 
 
 def _identify(tmp_path, identify="", sections="", experiment='file = "r.csv"'):
-    from jaxfric.identify._config import parse_identify_config
+    from jaxfric.io.identify_config import parse_identify_config
 
     (tmp_path / "r.csv").write_text(_RECORD)
     path = tmp_path / "ident.toml"
@@ -373,7 +373,7 @@ def _identify(tmp_path, identify="", sections="", experiment='file = "r.csv"'):
 
 
 def test_identify_record_that_is_not_text_names_the_file(tmp_path):
-    from jaxfric.identify._config import parse_identify_config
+    from jaxfric.io.identify_config import parse_identify_config
 
     path = tmp_path / "ident.toml"
     path.write_text(
@@ -418,7 +418,7 @@ _IDENTIFY_CASES = [
     ),
     (
         dict(sections="[simulate]\nmax_events = 0"),
-        ["[simulate] key 'max_events'", "[1.0, inf]"],
+        ["[simulate]", "`max_events`", "[1.0, inf]"],
     ),
     (
         dict(sections='[true]\n"friction.fc" = nan'),

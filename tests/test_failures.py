@@ -130,7 +130,11 @@ def test_jacfwd_with_default_adjoint_says_forward_mode():
         (dict(num_save=1), "`num_save` must be an integer >= 2"),
         (dict(num_save=-1), "`num_save` must be an integer >= 2"),
         # Before: ignored on the switch path.
-        (dict(friction_state0=0.0), "Coulomb has no internal state"),
+        (
+            dict(friction_state0=0.0),
+            "`friction_state0` is not an option of the switch path, which "
+            "simulates Coulomb",
+        ),
     ],
 )
 def test_invalid_options_rejected_at_entry(kwargs, match):

@@ -12,31 +12,16 @@ element; scalars broadcast.
 """
 
 import abc
+from typing import ClassVar
 
-import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import ArrayLike
 
-from .._check import AbstractCheck, raise_if_invalid
 from .._types import Float, SlipVector
-
-
-class AbstractFrictionLaw(eqx.Module):
-    """Base of every friction law. Subclasses are strategy objects passed to
-    `jaxfric.simulate`; the family a law belongs to picks the simulation path.
-    """
-
-    def parameter_checks(self) -> tuple[AbstractCheck, ...]:
-        """The ranges of this law's own parameters (a law inside it declares
-        its own), checked on concrete values at construction and on traced
-        values inside `jaxfric.simulate`. Default: none.
-        """
-        return ()
-
-    def __check_init__(self):
-        # Runs after the subclass's own (shape) checks: equinox calls every
-        # class's `__check_init__` along the MRO.
-        raise_if_invalid(self.parameter_checks())
+from ..simulate._path import AbstractPath
+from ..simulate._smooth import DYNAMIC_PATH, SMOOTH_PATH
+from ..simulate._switch import SWITCH_PATH
+from ._law import AbstractFrictionLaw
 
 
 class AbstractSetValuedLaw(AbstractFrictionLaw):
@@ -47,6 +32,8 @@ class AbstractSetValuedLaw(AbstractFrictionLaw):
     velocity any force in ``[-breakaway(-1), breakaway(+1)]`` can hold the element
     stuck. These laws are simulated exactly by the event-driven switch path.
     """
+
+    simulation_path: ClassVar[AbstractPath] = SWITCH_PATH
 
     @abc.abstractmethod
     def slip_force(
@@ -103,6 +90,8 @@ class AbstractSmoothLaw(AbstractFrictionLaw):
     adaptive ODE solver.
     """
 
+    simulation_path: ClassVar[AbstractPath] = SMOOTH_PATH
+
     @abc.abstractmethod
     def force(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
         """Friction force (N or N·m) as a function of slip velocity (m/s, rad/s)."""
@@ -110,8 +99,11 @@ class AbstractSmoothLaw(AbstractFrictionLaw):
 
 class AbstractDynamicLaw(AbstractFrictionLaw):
     """A law with internal state ``z`` per element (LuGre, Dahl): ``ż = g(z, v)``
-    and ``f = φ(z, ż, v)``. The state joins the ODE state.
+    and ``f = φ(z, ż, v)``. The state joins the ODE state, integrated by a
+    stiff-capable solver.
     """
+
+    simulation_path: ClassVar[AbstractPath] = DYNAMIC_PATH
 
     @abc.abstractmethod
     def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:

@@ -3,6 +3,8 @@ friction in mechanical dynamic systems", ASME J. Dyn. Syst. Meas. Control 107(1)
 100-103, 1985).
 """
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike
@@ -15,6 +17,8 @@ from .._check import (
     check_broadcastable,
 )
 from .._types import Float, SlipVector
+from ..simulate._karnopp import KARNOPP_PATH
+from ..simulate._path import AbstractPath
 from ._base import AbstractFrictionLaw, AbstractSetValuedLaw
 
 
@@ -40,6 +44,7 @@ class Karnopp(AbstractFrictionLaw):
             (`Coulomb`, `CoulombViscous`, `Stribeck`).
     """
 
+    simulation_path: ClassVar[AbstractPath] = KARNOPP_PATH
     dv: Float[Array, "..."] = eqx.field(converter=as_float)
     breakaway: Float[Array, "..."] | None
     slip_law: AbstractSetValuedLaw

@@ -9,12 +9,16 @@ Because the model is written with the integrator's step size in it, it sticks
 with no drift and does not chatter, with no zero-velocity band.
 """
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike
 
 from .._check import InRange, as_float, check_broadcastable
 from .._types import Float, ScalarLike, SlipVector
+from ..simulate._kikuuwe import KIKUUWE_PATH
+from ..simulate._path import AbstractPath
 from ._base import AbstractFrictionLaw
 
 
@@ -55,6 +59,7 @@ class Kikuuwe(AbstractFrictionLaw):
         f: Coulomb (kinetic) level ``F``, N (N·m), ``>= 0``.
     """
 
+    simulation_path: ClassVar[AbstractPath] = KIKUUWE_PATH
     k: Float[Array, "..."] = eqx.field(converter=as_float)
     b: Float[Array, "..."] = eqx.field(converter=as_float)
     f: Float[Array, "..."] = eqx.field(converter=as_float)

@@ -51,7 +51,8 @@ from .. import forces as _forces, friction as _friction, systems as _systems
 from .._check import check_finite, check_range
 from ..forces._base import AbstractForce
 from ..friction._base import AbstractFrictionLaw
-from ..simulate._common import check_interval, check_step_options, save_times
+from ..simulate._common import check_interval, save_times
+from ..simulate._options import OPTION_NAMES, SimulateOptions
 from ..systems._base import AbstractSystem
 
 SECTIONS = ("system", "friction", "force", "simulate")
@@ -61,8 +62,22 @@ class ConfigError(ValueError):
     """An invalid configuration; the message names the section and the key."""
 
 
-# Keys of [simulate]: name -> kind (see `_convert`). `throw` is left out: the
-# caller decides how to report a failed solve.
+# How TOML writes each `SimulateOptions` field (see `_convert`); `adjoint` has
+# no TOML form.
+OPTION_KINDS: dict[str, str] = {
+    "solver": "solver",
+    "rtol": "number",
+    "atol": "number",
+    "dt0": "number",
+    "dtmax": "number",
+    "jump_ts": "array",
+    "max_steps": "int",
+    "max_events": "int",
+    "friction_state0": "array",
+}
+assert set(OPTION_KINDS) <= set(OPTION_NAMES)
+# Keys of [simulate]: name -> kind: the arguments of `simulate` besides the
+# options. `throw` is left out: the caller decides how to report a failed solve.
 SIMULATE_KEYS: dict[str, str] = {
     "t1": "number",
     "t0": "number",
@@ -70,23 +85,9 @@ SIMULATE_KEYS: dict[str, str] = {
     "qd0": "array",
     "ts": "array",
     "num_save": "int",
-    "solver": "solver",
-    "rtol": "number",
-    "atol": "number",
-    "dt0": "number",
-    "dtmax": "number",
-    "max_steps": "int",
-    "max_events": "int",
-    "friction_state0": "array",
+    **OPTION_KINDS,
 }
 SIMULATE_REQUIRED = ("t1",)
-# Allowed ranges of the [simulate] budgets: name -> (lower bound, bound
-# excluded), as `simulate` checks them. Tolerances, step sizes and save times go
-# through `simulate`'s own checks (`check_simulate_ranges`).
-SIMULATE_RANGES: dict[str, tuple[float, bool]] = {
-    "max_steps": (1.0, False),
-    "max_events": (1.0, False),
-}
 
 _BASES: dict[str, tuple[type, types.ModuleType]] = {
     "system": (AbstractSystem, _systems),
@@ -112,6 +113,11 @@ class SimulationConfig(NamedTuple):
     force: AbstractForce | None
     simulate: dict[str, Any]
     raw: dict[str, Any]
+
+    @property
+    def options(self) -> SimulateOptions:
+        """The numerical options of `simulate` as one `SimulateOptions`."""
+        return simulate_options(self.simulate)
 
 
 class _Param(NamedTuple):
@@ -407,13 +413,19 @@ def parse_simulate(table: Mapping[str, Any], section: str = "[simulate]") -> dic
     return out
 
 
+def simulate_options(keywords: Mapping[str, Any]) -> SimulateOptions:
+    """The `SimulateOptions` among the keywords of `simulate` (as
+    `parse_simulate` makes them)."""
+    return SimulateOptions(**{k: v for k, v in keywords.items() if k in OPTION_NAMES})
+
+
 def check_simulate_ranges(options: Mapping[str, Any], section: str) -> None:
     """Reject out-of-range [simulate] numbers before anything is compiled.
 
-    Tolerances and step sizes, the interval and the save times go through
-    `simulate`'s own checks; the budgets through `check_range` with
-    `SIMULATE_RANGES`. (A fixed step longer than the interval on the Karnopp
-    and Kikuuwe paths needs the law; `simulate` rejects it before compiling.)
+    The options go through `SimulateOptions`'s checks, the interval and the
+    save times through `simulate`'s own. (A fixed step longer than the interval
+    on the Karnopp and Kikuuwe paths, or an option the law's path does not use,
+    needs the law; `simulate` rejects them before compiling.)
 
     Args:
         options: converted keywords of `simulate` (as `parse_simulate` makes them).
@@ -422,13 +434,11 @@ def check_simulate_ranges(options: Mapping[str, Any], section: str) -> None:
     Raises:
         ConfigError: naming the section and the key, and the allowed range.
     """
-    check_ranges(options, SIMULATE_RANGES, section)
-    check_finite_keys(options, ("q0", "qd0", "friction_state0"), section)
+    check_finite_keys(options, ("q0", "qd0", "friction_state0", "jump_ts"), section)
     t0, t1 = options.get("t0", 0.0), options["t1"]
     try:
         check_interval(t0, t1)
-        step = {k: options.get(k) for k in ("rtol", "atol", "dt0", "dtmax")}
-        check_step_options(**step, t0=t0, t1=t1, fixed_step=False)
+        simulate_options(options)
         # Without num_save, any valid count: only `ts` is checked then.
         save_times(t0, t1, options.get("ts"), options.get("num_save", 2))
     except ValueError as e:
@@ -497,4 +507,5 @@ __all__ = [
     "parse_config",
     "parse_simulate",
     "read_toml",
+    "simulate_options",
 ]

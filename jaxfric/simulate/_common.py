@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._check import AbstractCheck, check_finite, check_range, is_concrete
+from .._check import AbstractCheck, check_finite, is_concrete
 from ..forces._base import AbstractForce, FunctionForce
-from ..friction._base import AbstractFrictionLaw
+from ..friction._law import AbstractFrictionLaw
 from ..systems._base import AbstractSystem
 from ._solution import RESULTS
 
@@ -91,21 +91,12 @@ def check_interval(t0, t1) -> None:
             raise ValueError(f"`t1` must be greater than `t0`; got t0={t0}, t1={t1}.")
 
 
-def check_step_options(rtol, atol, dt0, dtmax, t0, t1, fixed_step: bool) -> None:
-    """Raise `ValueError` naming the option unless `rtol`, `atol` and `dt0`
-    (each `None` or) lie in ``(0, inf)`` and `dtmax` in ``(0, inf]``; on a
-    fixed-step path (`fixed_step`) also ``dt0 <= t1 − t0``.
-
-    A zero or NaN tolerance made every step fail, reported as
-    ``max_steps_reached``; a fixed step longer than the interval was cut to it
-    silently (a different, often unstable, step).
+def check_fixed_step(dt0, t0, t1) -> None:
+    """Raise `ValueError` unless a fixed step `dt0` (or `None`) is at most
+    ``t1 − t0`` (a fixed step longer than the interval was cut to it silently:
+    a different, often unstable, step). Its lower bound is `SimulateOptions`'s.
     """
-    for name, value in (("rtol", rtol), ("atol", atol), ("dt0", dt0)):
-        if value is not None:
-            check_range(name, value, lower=0.0, lower_open=True)
-    if dtmax is not None and is_concrete(dtmax) and not np.all(np.asarray(dtmax) > 0):
-        raise ValueError(f"`dtmax` must lie in (0.0, inf], got {dtmax!r}.")
-    if fixed_step and dt0 is not None and all(map(is_concrete, (dt0, t0, t1))):
+    if dt0 is not None and all(map(is_concrete, (dt0, t0, t1))):
         span = float(t1) - float(t0)
         if float(dt0) > span:
             raise ValueError(
@@ -221,16 +212,6 @@ def check_system(system) -> None:
             "`system` must be a jaxfric.systems system (an AbstractSystem); got "
             f"{type(system).__name__}."
         )
-
-
-def default_adjoint(options):
-    """The diffrax adjoint of a path's solves: `options.adjoint`, else
-    `diffrax.RecursiveCheckpointAdjoint` (reverse mode, `jax.grad`)."""
-    import diffrax
-
-    if options.adjoint is None:
-        return diffrax.RecursiveCheckpointAdjoint()
-    return options.adjoint
 
 
 _CHECKED = (AbstractSystem, AbstractFrictionLaw, AbstractForce)

@@ -20,31 +20,33 @@ Choices, from Karnopp's text (ASME J. Dyn. Syst. Meas. Control 107(1), 100-103):
   creep, while ``q̇`` (Karnopp's momentum ``P/m``) keeps its small value.
 """
 
+from typing import ClassVar
+
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._types import Float, SlipVector, Vector
+from .._types import SlipVector, Vector
 from ..forces._base import AbstractForce
-from ..friction._karnopp import Karnopp
+from ..friction._law import AbstractFrictionLaw
 from ..systems._base import AbstractSystem
-from ._common import default_adjoint
-from ._kikuuwe import (
-    FixedStep,
-    StageStepRK4,
+from ._fixed_step import StageStepRK4, solve_fixed_step
+from ._path import (
+    AbstractFixedStepPath,
     applied_force,
-    finish_result,
-    fixed_step_stats,
-    initial_force_state,
-    step_size,
+    count_vf_evals,
+    fixed_step_result,
+    force_state0,
+    no_events,
+    solve_stats,
 )
 from ._solution import Solution
 from ._stick import masked_solve, stick_parts
 
 
 def karnopp_friction(
-    system: AbstractSystem, law: Karnopp, q: Vector, qd: Vector, net: Vector
+    system: AbstractSystem, law: AbstractFrictionLaw, q: Vector, qd: Vector, net: Vector
 ) -> tuple[SlipVector, Vector, Vector]:
     """Friction, acceleration and kinematic velocity of Karnopp's model.
 
@@ -100,31 +102,12 @@ def karnopp_friction(
     return friction, acc, qd_kin
 
 
-def _num_stages(solver) -> tuple[int, int]:
-    """``(vf evaluations per step, extra evaluations at the start)``."""
-    if isinstance(solver, StageStepRK4):
-        return 4, 0
-    if isinstance(solver, diffrax.Euler):
-        return 1, 0
-    if isinstance(solver, diffrax.AbstractERK) and isinstance(
-        solver.tableau, diffrax.ButcherTableau
-    ):
-        tableau = solver.tableau
-        if tableau.fsal:
-            return tableau.num_stages - 1, 1
-        return tableau.num_stages, 0
-    raise ValueError(
-        "the Karnopp path takes an explicit fixed-step solver: None (RK4), "
-        f"diffrax.Euler or an explicit Runge-Kutta solver; got {type(solver).__name__}."
-    )
-
-
 class _KarnoppField(eqx.Module):
     """Vector field of the Karnopp path; a Module (not a closure) so that repeated
     `simulate` calls with the same structure reuse the compiled solve."""
 
     system: AbstractSystem
-    friction: Karnopp
+    law: AbstractFrictionLaw
     force: AbstractForce | None
 
     def rates(self, t, y):
@@ -132,7 +115,7 @@ class _KarnoppField(eqx.Module):
         q, qd, x = y
         applied, x_dot = applied_force(self.force, t, q, qd, x)
         net = applied - self.system.bias_force(q, qd)
-        f, acc, qd_kin = karnopp_friction(self.system, self.friction, q, qd, net)
+        f, acc, qd_kin = karnopp_friction(self.system, self.law, q, qd, net)
         return f, (qd_kin, acc, x_dot)
 
     def __call__(self, t, y, args):
@@ -145,76 +128,64 @@ def _saved_rates(field: _KarnoppField, ts, ys):
     return jax.vmap(field.rates)(ts, ys)
 
 
-def simulate_karnopp(
-    system: AbstractSystem,
-    friction: Karnopp,
-    force: AbstractForce | None,
-    q0: Vector,
-    qd0: Vector,
-    t0,
-    t1,
-    ts: Float[jax.Array, " t"],
-    options,
-) -> Solution:
-    """Simulate with Karnopp's zero-velocity band at a fixed step (Karnopp 1985).
+class KarnoppPath(AbstractFixedStepPath):
+    """Karnopp's zero-velocity band at a fixed step (Karnopp 1985).
 
     State ``(q, q̇, x)``: positions, velocities (Karnopp's momenta ``P/m``) and
     the applied force's state. ``dq/dt`` is the kinematic velocity of
     `karnopp_friction` (zero slip velocity in the band), ``dq̇/dt = M⁻¹(τ − h −
     Jᵀ f)``.
 
-    Options used: `solver` (default classical RK4; `diffrax.Euler` or any
-    explicit Runge-Kutta solver, e.g. `diffrax.Heun()`), `dt0` (the fixed step,
-    ``0 < dt0 <= t1 − t0``, default ``min(1e-3, t1 − t0)`` s, the last step
-    shorter to end on ``t1`` (`FixedStep`); the band must be wider than one
-    step's change of velocity, ``dv > |q̈| dt0``, or elements step across it),
-    `max_steps` (the number of steps ``ceil((t1 − t0) / dt0)`` must not exceed
-    it: otherwise `RESULTS.max_steps_reached`). `friction_state0` must be
-    `None` (the law has no internal state); `rtol`, `atol`, `dtmax` are not
-    used.
+    Options: `solver` (default classical RK4, `StageStepRK4`; `diffrax.Euler`
+    or any explicit Runge-Kutta solver, e.g. `diffrax.Heun()`), `dt0` (the
+    fixed step, ``0 < dt0 <= t1 − t0``, default ``min(1e-3, t1 − t0)`` s, the
+    last step shorter to end on ``t1`` (`FixedStep`); the band must be wider
+    than one step's change of velocity, ``dv > |q̈| dt0``, or elements step
+    across it), `max_steps` (the number of steps ``ceil((t1 − t0) / dt0)``
+    must not exceed it: otherwise `RESULTS.max_steps_reached`), `adjoint`.
 
-    Returns:
-        A `Solution` with `qd` the kinematic velocity (exactly zero slip velocity
-        while stuck) and `slip_velocity` = ``J qd``; `friction_state` the slip
-        velocity of the momentum ``J q̇`` (inside ``(−dv, dv)`` while stuck);
-        `friction` Karnopp's force; `modes` ``0`` in the band, else ``sign(s)``;
-        no events.
+    Returns (`run`): a `Solution` with `qd` the kinematic velocity (exactly
+    zero slip velocity while stuck) and `slip_velocity` = ``J qd``;
+    `friction_state` the slip velocity of the momentum ``J q̇`` (inside
+    ``(−dv, dv)`` while stuck); `friction` Karnopp's force; `modes` ``0`` in
+    the band, else ``sign(s)``; no events.
     """
-    solver = StageStepRK4() if options.solver is None else options.solver
-    per_step, extra = _num_stages(solver)
-    dt = step_size(options.dt0, t0, t1)
 
-    field = _KarnoppField(system, friction, force)
+    name: ClassVar[str] = "the Karnopp path"
+    options: ClassVar[frozenset[str]] = frozenset(
+        ("solver", "dt0", "max_steps", "adjoint")
+    )
 
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(field),
-        solver,
-        t0,
-        t1,
-        dt,
-        (q0, qd0, initial_force_state(force, q0, qd0)),
-        args=(0.0, None),  # StageStepRK4 sets the first entry; unused here
-        saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=FixedStep(),
-        max_steps=options.max_steps,
-        adjoint=default_adjoint(options),
-        throw=False,
-    )
-    q, qd, x = sol.ys
-    f, (qd_kin, _, _) = _saved_rates(field, ts, sol.ys)
-    momentum_slip = jax.vmap(system.slip_velocity)(q, qd)
-    slip = jax.vmap(system.slip_velocity)(q, qd_kin)
-    band = jax.vmap(friction.in_band)(momentum_slip)
-    return Solution(
-        ts=ts,
-        q=q,
-        qd=qd_kin,
-        friction=f,
-        slip_velocity=slip,
-        friction_state=momentum_slip,
-        force_state=x,
-        modes=jnp.where(band, 0, jnp.sign(momentum_slip)).astype(jnp.int32),
-        event_times=jnp.zeros((0,), dtype=ts.dtype),
-        stats=fixed_step_stats(sol, per_step, extra),
-        result=finish_result(sol, q, qd, f),
-    )
+    def run(self, system, law, force, q0, qd0, t0, t1, ts, options):
+        solver = options.solver
+        if not isinstance(solver, StageStepRK4 | diffrax.Euler | diffrax.AbstractERK):
+            raise ValueError(
+                "the Karnopp path takes an explicit fixed-step solver: None (RK4), "
+                "diffrax.Euler or an explicit Runge-Kutta solver; got "
+                f"{type(solver).__name__}."
+            )
+        field = _KarnoppField(system, law, force)
+        y0 = (q0, qd0, force_state0(force, q0, qd0))
+        sol = solve_fixed_step(diffrax.ODETerm(field), solver, t0, t1, y0, ts, options)
+        q, qd, x = sol.ys
+        f, (qd_kin, _, _) = _saved_rates(field, ts, sol.ys)
+        momentum_slip = jax.vmap(system.slip_velocity)(q, qd)
+        slip = jax.vmap(system.slip_velocity)(q, qd_kin)
+        band = jax.vmap(law.in_band)(momentum_slip)
+        num_vf_evals = count_vf_evals(solver, sol.stats["num_steps"])
+        return Solution(
+            ts=ts,
+            q=q,
+            qd=qd_kin,
+            friction=f,
+            slip_velocity=slip,
+            friction_state=momentum_slip,
+            force_state=x,
+            modes=jnp.where(band, 0, jnp.sign(momentum_slip)).astype(jnp.int32),
+            event_times=no_events(ts),
+            stats=solve_stats(sol.stats, num_vf_evals),
+            result=fixed_step_result(sol, q, qd, f),
+        )
+
+
+KARNOPP_PATH = KarnoppPath()

@@ -1,6 +1,8 @@
-"""`jaxfric.simulate`: one entry point, the friction law picks the path."""
+"""`jaxfric.simulate`: one entry point; the friction law's family declares the
+path (``simulation_path``)."""
 
-from typing import Any, NamedTuple
+import dataclasses
+from typing import Any
 
 import equinox as eqx
 from jaxtyping import ArrayLike
@@ -8,26 +10,17 @@ from jaxtyping import ArrayLike
 from .._check import check_finite
 from .._types import ScalarLike
 from ..forces._base import AbstractForce
-from ..friction._base import (
-    AbstractDynamicLaw,
-    AbstractFrictionLaw,
-    AbstractSetValuedLaw,
-    AbstractSmoothLaw,
-)
-from ..friction._karnopp import Karnopp
-from ..friction._kikuuwe import Kikuuwe
+from ..friction._law import AbstractFrictionLaw
 from ..systems._base import AbstractSystem
-from . import _karnopp, _kikuuwe, _smooth, _switch
 from ._common import (
     as_force,
+    check_fixed_step,
     check_force_output,
     check_force_start,
     check_interval,
     check_jump_times,
     check_law_size,
-    check_step_options,
     check_system,
-    default_adjoint,
     finish,
     invalid_parameters,
     parameter_checks,
@@ -35,22 +28,8 @@ from ._common import (
     save_times,
     state_vector,
 )
+from ._options import DEFAULTS, SimulateOptions
 from ._solution import Solution
-
-
-class Options(NamedTuple):
-    """Numerical options handed to a path; `None` means the path's default."""
-
-    solver: Any
-    rtol: float | None
-    atol: float | None
-    dt0: float | None
-    dtmax: float | None
-    jump_ts: Any
-    max_steps: int
-    max_events: int
-    friction_state0: Any
-    adjoint: Any
 
 
 def simulate(
@@ -70,15 +49,16 @@ def simulate(
     dt0: float | None = None,
     dtmax: float | None = None,
     jump_ts: ArrayLike | None = None,
-    max_steps: int = 16384,
-    max_events: int = 64,
+    max_steps: int | None = None,
+    max_events: int | None = None,
     friction_state0: ArrayLike | None = None,
     adjoint: Any = None,
     throw: bool = True,
+    options: SimulateOptions | None = None,
 ) -> Solution:
     """Simulate ``M(q) q̈ = τ(t, q, q̇) − h(q, q̇) − J(q)ᵀ f`` from ``t0`` to ``t1``.
 
-    The friction law picks the path:
+    The friction law's family picks the path (its ``simulation_path``):
 
     - Coulomb-type laws (`Coulomb`, `CoulombViscous`, `Stribeck`): the exact
       event-driven switch algorithm (Farhat et al. 2010, Sec. 4): stuck elements
@@ -112,14 +92,20 @@ def simulate(
             the adaptive paths (switch, `Regularized`, `LuGre`/`Dahl`) step
             exactly onto them. Default: ``force.jump_times()`` (the knots of a
             `Tabulated` force; none for smooth forces). Give it for a callable
-            force with kinks. The fixed-step paths (`Kikuuwe`, `Karnopp`) ignore it.
-        max_steps: step budget (per segment on the switch path).
-        max_events: event budget of the switch path.
+            force with kinks. Not an option of the fixed-step paths (`Kikuuwe`,
+            `Karnopp`), which do not use the force's jump times.
+        max_steps: step budget (per segment on the switch path); default 16384.
+        max_events: event budget of the switch path; default 64.
         friction_state0: initial internal state of a dynamic law (default zero).
         adjoint: the `diffrax` adjoint of the solves: default
             `diffrax.RecursiveCheckpointAdjoint()` for reverse mode (`jax.grad`);
             `diffrax.ForwardMode()` for forward mode (`jax.jacfwd`, `jax.jvp`).
         throw: raise on failure (default); with `False` inspect `Solution.result`.
+        options: the numerical options (`solver` to `adjoint`) as one
+            `SimulateOptions`, instead of (not with) those keywords.
+
+    An option that the law's path does not use (e.g. `rtol` for `Kikuuwe`,
+    `max_events` for `LuGre`) is a `ValueError` naming it and the path.
 
     Returns:
         A `Solution`.
@@ -131,48 +117,41 @@ def simulate(
         )
     check_interval(t0, t1)
     check_law_size(friction, system.n_friction)
-    if max_events < 1:
-        raise ValueError(f"`max_events` must be >= 1; got {max_events}.")
-    if max_steps < 1:
-        raise ValueError(f"`max_steps` must be >= 1; got {max_steps}.")
-    fixed_step = isinstance(friction, Karnopp | Kikuuwe)
-    check_step_options(rtol, atol, dt0, dtmax, t0, t1, fixed_step)
+    keywords = dict(solver=solver, rtol=rtol, atol=atol, dt0=dt0, dtmax=dtmax)
+    keywords.update(jump_ts=jump_ts, max_steps=max_steps, max_events=max_events)
+    keywords.update(friction_state0=friction_state0, adjoint=adjoint)
+    if options is None:
+        options = SimulateOptions(**keywords)
+    elif any(value is not None for value in keywords.values()):
+        given = [name for name, value in keywords.items() if value is not None]
+        raise TypeError(
+            f"`simulate` got `options` and the option keywords {given}: pass one."
+        )
+    path = friction.simulation_path
+    path.check_used(friction, options)
+    if path.fixed_step:
+        check_fixed_step(options.dt0, t0, t1)
     q0 = state_vector("q0", q0, system.n_dof)
     qd0 = state_vector("qd0", qd0, system.n_dof)
     ts = save_times(t0, t1, ts, num_save)
-    if friction_state0 is not None:
-        if not isinstance(friction, AbstractDynamicLaw | Kikuuwe):
-            raise ValueError(
-                f"`friction_state0` was given, but {type(friction).__name__} has no "
-                "internal state (only LuGre, Dahl and Kikuuwe laws have one)."
-            )
-        check_finite("friction_state0", friction_state0)
+    if options.friction_state0 is not None:
+        check_finite("friction_state0", options.friction_state0)
     force = as_force(force)
     if throw:
         # Before `_solve`: under an eager vmap or grad, fails without compiling.
         checks = parameter_checks((system, friction, force))
         q0 = raise_invalid_parameters(q0, checks)
     check_force_output(force, t0, q0, qd0)
-    jump_ts = check_jump_times(force, jump_ts)
-    options = Options(
-        solver,
-        rtol,
-        atol,
-        dt0,
-        dtmax,
-        jump_ts,
-        max_steps,
-        max_events,
-        friction_state0,
-        adjoint,
-    )
+    if "jump_ts" in path.options:
+        jump_ts = check_jump_times(force, options.jump_ts)
+        options = dataclasses.replace(options, jump_ts=jump_ts)
     try:
         return _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw)
     except TypeError as e:
         # JAX's words when `jax.jvp` meets the reverse-mode adjoint's custom_vjp.
         if "forward-mode" not in str(e) or "custom_vjp" not in str(e):
             raise
-        adjoint_name = type(default_adjoint(options)).__name__
+        adjoint_name = type(options.adjoint or DEFAULTS["adjoint"]).__name__
         raise TypeError(
             "`simulate` was differentiated in forward mode (`jax.jvp`, "
             f"`jax.jacfwd`), but its adjoint `diffrax.{adjoint_name}` supports "
@@ -189,19 +168,10 @@ def _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw):
     # with `throw`; here they give the result code.
     invalid = invalid_parameters(parameter_checks((system, friction, force)))
     q0, nonfinite_force = check_force_start(q0, force, t0, q0, qd0, throw)
-    args = (system, friction, force, q0, qd0, t0, t1, ts, options)
-    if isinstance(friction, AbstractSetValuedLaw):
-        sol = _switch.simulate_switch(*args, adjoint=options.adjoint)
-    elif isinstance(friction, AbstractSmoothLaw):
-        sol = _smooth.simulate_smooth(*args)
-    elif isinstance(friction, AbstractDynamicLaw):
-        sol = _smooth.simulate_dynamic(*args)
-    elif isinstance(friction, Kikuuwe):
-        sol = _kikuuwe.simulate_kikuuwe(*args)
-    elif isinstance(friction, Karnopp):
-        sol = _karnopp.simulate_karnopp(*args)
-    else:
-        raise TypeError(f"no simulation path for {type(friction).__name__}.")
+    path = friction.simulation_path
+    options = path.defaults(options, t0, t1, q0.dtype)
+    args = (system, friction, force, q0, qd0, t0, t1, ts)
+    sol = path.run(*args, options)
     return finish(
-        sol, throw, invalid, nonfinite_force=nonfinite_force, differentiated=args[:-1]
+        sol, throw, invalid, nonfinite_force=nonfinite_force, differentiated=args
     )

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import Float, Int, SlipVector, Vector
-from ..friction._base import AbstractSetValuedLaw
+from ..friction._law import AbstractFrictionLaw
 from ..systems._base import AbstractSystem
 
 STICK = 0
@@ -149,7 +149,7 @@ def solve_stick(
 
 def friction_and_acceleration(
     system: AbstractSystem,
-    law: AbstractSetValuedLaw,
+    law: AbstractFrictionLaw,
     q: Vector,
     qd: Vector,
     net: Vector,
@@ -167,7 +167,7 @@ def friction_and_acceleration(
 
 
 def stick_margin(
-    law: AbstractSetValuedLaw, friction: SlipVector
+    law: AbstractFrictionLaw, friction: SlipVector
 ) -> Float[jax.Array, " m"]:
     """Distance of a stick force from the static limits, ``>= 0`` inside them.
 
@@ -189,7 +189,7 @@ def stick_margin(
 
 def consistent_modes(
     system: AbstractSystem,
-    law: AbstractSetValuedLaw,
+    law: AbstractFrictionLaw,
     q: Vector,
     qd: Vector,
     net: Vector,

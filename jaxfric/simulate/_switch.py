@@ -26,7 +26,7 @@ Diffrax's time steps inside a segment then carry no gradient.
 """
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import diffrax
 import equinox as eqx
@@ -37,10 +37,18 @@ import optimistix as optx
 
 from .._types import Array, Bool, Float, Int, Vector
 from ..forces._base import AbstractForce
-from ..friction._base import AbstractSetValuedLaw
+from ..friction._law import AbstractFrictionLaw
 from ..systems._base import AbstractSystem
 from ._common import classify, input_anchor, step_controller
 from ._dip import DipGuard, carried_history, no_history
+from ._options import SimulateOptions
+from ._path import (
+    AbstractPath,
+    applied_force,
+    evals_per_step,
+    force_state0,
+    solve_stats,
+)
 from ._solution import RESULTS, Solution
 from ._stick import (
     STICK,
@@ -66,6 +74,7 @@ _EVENT_TIME_TOL = 1e-13
 # Segments also end at every k-th save time, k = ceil((len(ts) − 1) / _SAVE_SEGMENTS),
 # so a segment holds k saves at most (see `stops` in `simulate_switch`).
 _SAVE_SEGMENTS = 32
+_STEP_COUNTERS = ("num_steps", "num_accepted_steps", "num_rejected_steps")
 
 
 class _EventRootState(eqx.Module):
@@ -153,7 +162,7 @@ class _Segment(eqx.Module):
     """Everything a segment's vector field and event condition need."""
 
     system: AbstractSystem
-    law: AbstractSetValuedLaw
+    law: AbstractFrictionLaw
     force: AbstractForce | None
     modes: Int[Array, " m"]
     # Coordinates held exactly still: stuck elements with one-entry J rows.
@@ -164,38 +173,28 @@ class _Segment(eqx.Module):
     dip_history: tuple
 
 
-def _net_force(system, force, t, q, qd, x) -> Vector:
-    """``τ − h``: every force on the coordinates but friction."""
-    if force is None:
-        applied = jnp.zeros_like(q)
-    else:
-        applied = jnp.broadcast_to(
-            jnp.asarray(force.force(t, q, qd, x), dtype=q.dtype), q.shape
-        )
-    return applied - system.bias_force(q, qd)
-
-
-def _force_rate(force, t, q, qd, x):
-    if force is None:
-        return x
-    return force.state_derivative(t, q, qd, x)
+def _net_force(system, force, t, q, qd, x) -> tuple[Vector, Float[Array, " c"]]:
+    """``(τ − h, ẋ)``: every force on the coordinates but friction, and the
+    rate of the force's state."""
+    applied, rate = applied_force(force, t, q, qd, x)
+    return applied - system.bias_force(q, qd), rate
 
 
 def _vector_field(t, y, seg: _Segment):
     q, qd, x = y
-    net = _net_force(seg.system, seg.force, t, q, qd, x)
+    net, rate = _net_force(seg.system, seg.force, t, q, qd, x)
     _, acc = friction_and_acceleration(seg.system, seg.law, q, qd, net, seg.modes)
     # Exact zeros keep a stuck joint's position constant to the last bit.
     dq = jnp.where(seg.hold, 0.0, qd)
     dqd = jnp.where(seg.hold, 0.0, acc)
-    return dq, dqd, _force_rate(seg.force, t, q, qd, x)
+    return dq, dqd, rate
 
 
 def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
     """Per element, a quantity positive inside the segment that reaches zero at
     the element's event: ``mode·s`` when slipping, the stick margin when stuck."""
     q, qd, x = y
-    net = _net_force(seg.system, seg.force, t, q, qd, x)
+    net, _ = _net_force(seg.system, seg.force, t, q, qd, x)
     friction, _ = friction_and_acceleration(seg.system, seg.law, q, qd, net, seg.modes)
     slip = seg.system.slip_velocity(q, qd)
     return jnp.where(
@@ -292,18 +291,6 @@ def _switch(
     return modes, qd, hold, ok
 
 
-def _evals_per_step(solver) -> tuple[int, int]:
-    """``(vf evals per step, vf evals at the start)`` of an explicit RK solver
-    (FSAL saves one per step and costs one at the start); ``(-1, 0)`` when
-    unknown (implicit solvers: the count depends on Newton iterations)."""
-    if isinstance(solver, diffrax.AbstractERK):
-        tableau = solver.tableau
-        if tableau.fsal:
-            return tableau.num_stages - 1, 1
-        return tableau.num_stages, 0
-    return -1, 0
-
-
 class _Carry(eqx.Module):
     t: Float[Array, ""]
     q: Vector
@@ -322,16 +309,14 @@ class _Carry(eqx.Module):
 
 def simulate_switch(
     system: AbstractSystem,
-    friction: AbstractSetValuedLaw,
+    law: AbstractFrictionLaw,
     force: AbstractForce | None,
     q0: Vector,
     qd0: Vector,
     t0,
     t1,
     ts: Float[Array, " t"],
-    options: Any,
-    *,
-    adjoint: diffrax.AbstractAdjoint | None = None,
+    options: SimulateOptions,
 ) -> Solution:
     """Exact stick–slip by the switch algorithm (Farhat et al. 2010, Sec. 4).
 
@@ -346,7 +331,7 @@ def simulate_switch(
     elements are solved together; static limits above kinetic (breakaway) are
     supported.
 
-    Defaults (each `None` field of `options`):
+    Defaults (each `None` field of `options`, filled by `SwitchPath.defaults`):
 
     - ``solver``: `diffrax.Tsit5()`;
     - ``rtol = 1e-10``, ``atol = 1e-12`` in double precision (the Quinn/Farhat
@@ -374,11 +359,11 @@ def simulate_switch(
     included. It is ``-1`` for other solvers.
 
     Args:
-        system, friction, force, q0, qd0, t0, t1, ts, options: as handed over
-            by `jaxfric.simulate`.
-        adjoint: the `diffrax` adjoint of each segment's solve: the default
-            `diffrax.RecursiveCheckpointAdjoint` supports reverse mode
-            (`jax.grad`); pass `diffrax.ForwardMode()` for `jax.jacfwd`.
+        system, law, force, q0, qd0, t0, t1, ts: as handed over by
+            `jaxfric.simulate`.
+        options: with the defaults filled in; ``options.adjoint`` is the
+            adjoint of each segment's solve (`diffrax.ForwardMode()` for
+            `jax.jacfwd`).
 
     Returns:
         A `Solution`; ``result`` is ``RESULTS.max_events_reached`` when `t1` was
@@ -387,37 +372,29 @@ def simulate_switch(
         the stick forces were not finite, or the diffrax code of a failed
         segment (e.g. ``max_steps_reached``).
     """
-    law = friction
     n, m = system.n_dof, system.n_friction
     dtype = q0.dtype
     t0 = jnp.asarray(t0, dtype=dtype)
     t1 = jnp.asarray(t1, dtype=dtype)
     ts = jnp.asarray(ts, dtype=dtype)
     num_t = ts.shape[0]
-    solver = diffrax.Tsit5() if options.solver is None else options.solver
-    eps = float(jnp.finfo(dtype).eps)
-    rtol = max(DEFAULT_RTOL, 100 * eps) if options.rtol is None else options.rtol
-    atol = max(DEFAULT_ATOL, eps) if options.atol is None else options.atol
-    dtmax = (t1 - t0) / DTMAX_DIVISIONS if options.dtmax is None else options.dtmax
-    controller = step_controller(rtol, atol, dtmax, options.jump_ts)
-    adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
-    time_tol = max(_EVENT_TIME_TOL, 32 * eps)
+    solver, adjoint = options.solver, options.adjoint
+    controller = step_controller(
+        options.rtol, options.atol, options.dtmax, options.jump_ts
+    )
+    time_tol = max(_EVENT_TIME_TOL, 32 * float(jnp.finfo(dtype).eps))
     event = diffrax.Event(
         _event_condition,
         root_finder=_EventRoot(rtol=time_tol, atol=time_tol),
         direction=False,
     )
-    per_step, evals_at_start = _evals_per_step(solver)
+    per_step, evals_at_start = evals_per_step(solver) or (-1, 0)
     # What the segments run: events inside a step are found by `DipGuard`.
     stepper = DipGuard(
         for_backend(solver, adjoint), _element_conditions, lambda s: s.dip_history
     )
     max_events = options.max_events
-    x0 = (
-        jnp.zeros((0,), dtype=dtype)
-        if force is None
-        else jnp.asarray(force.init_state(q0, qd0), dtype=dtype)
-    )
+    x0 = force_state0(force, q0, qd0)
 
     # Initial modes: the sign of the slip velocity; exact zeros are decided by
     # the consistent-mode loop like the elements at an event.
@@ -425,7 +402,7 @@ def simulate_switch(
     modes0 = jnp.sign(slip0).astype(jnp.int32)
     at_zero0 = slip0 == 0
     no = jnp.zeros((m,), dtype=bool)
-    net0 = _net_force(system, force, t0, q0, qd0, x0)
+    net0, _ = _net_force(system, force, t0, q0, qd0, x0)
     friction0, _ = friction_and_acceleration(system, law, q0, qd0, net0, modes0)
     modes0, qd0, hold0, ok0 = _switch(
         system, law, q0, qd0, net0, friction0, modes0, at_zero0, no
@@ -452,12 +429,7 @@ def simulate_switch(
         jnp.zeros((num_t, m), jnp.int32),
     )
     zero = jnp.array(0, dtype=jnp.int32)
-    stats0 = {
-        "num_steps": zero,
-        "num_accepted_steps": zero,
-        "num_rejected_steps": zero,
-        "num_vf_evals": zero,
-    }
+    stats0 = dict.fromkeys((*_STEP_COUNTERS, "num_vf_evals"), zero)
     # Make every float carry depend on the inputs (no change in value) so that
     # differentiating the segment scan needs one pass over its body, not a
     # fixed-point iteration that traces the whole diffrax solve again.
@@ -575,7 +547,7 @@ def simulate_switch(
         # (simultaneous events, e.g. identical joints; a second breakaway that
         # close costs one more, short, segment).
         stuck = c.modes == STICK
-        net = _net_force(system, force, t_e, q_e, qd_e, x_e)
+        net, _ = _net_force(system, force, t_e, q_e, qd_e, x_e)
         friction, acc = friction_and_acceleration(system, law, q_e, qd_e, net, c.modes)
         slip = system.slip_velocity(q_e, qd_e)
         slip_rate = system.friction_jacobian(q_e) @ acc + (
@@ -615,15 +587,10 @@ def simulate_switch(
         )
         failed = result != RESULTS.successful
         done = failed | (t_e >= t1)
-        steps = sol.stats["num_steps"]
-        stats = {
-            "num_steps": c.stats["num_steps"] + steps,
-            "num_accepted_steps": c.stats["num_accepted_steps"]
-            + sol.stats["num_accepted_steps"],
-            "num_rejected_steps": c.stats["num_rejected_steps"]
-            + sol.stats["num_rejected_steps"],
-            "num_vf_evals": c.stats["num_vf_evals"] + per_step * steps + evals_at_start,
-        }
+        stats = {name: c.stats[name] + sol.stats[name] for name in _STEP_COUNTERS}
+        stats["num_vf_evals"] = (
+            c.stats["num_vf_evals"] + per_step * sol.stats["num_steps"] + evals_at_start
+        )
         new = _Carry(
             t=t_e,
             q=q_e,
@@ -670,16 +637,14 @@ def simulate_switch(
     q_s, qd_s, x_s, modes_s = (a[same] for a in final.saved)
 
     def friction_at(t, q, qd, x, modes):
-        net = _net_force(system, force, t, q, qd, x)
+        net, _ = _net_force(system, force, t, q, qd, x)
         f, _ = friction_and_acceleration(system, law, q, qd, net, modes)
         return f
 
     friction_s = jax.vmap(friction_at)(ts, q_s, qd_s, x_s, modes_s)
     slip_s = jax.vmap(system.slip_velocity)(q_s, qd_s)
-    stats = dict(final.stats)
-    if per_step < 0:
-        stats["num_vf_evals"] = jnp.array(-1, dtype=jnp.int32)
-    stats["num_events"] = final.num_events
+    num_vf_evals = final.stats["num_vf_evals"] if per_step >= 0 else -1
+    stats = solve_stats(final.stats, num_vf_evals, final.num_events)
     return Solution(
         ts=ts,
         q=q_s,
@@ -693,3 +658,30 @@ def simulate_switch(
         stats=stats,
         result=result,
     )
+
+
+class SwitchPath(AbstractPath):
+    """Set-valued (Coulomb-type) laws: exact stick–slip by the switch
+    algorithm (`simulate_switch`)."""
+
+    name: ClassVar[str] = "the switch path"
+    options: ClassVar[frozenset[str]] = frozenset(
+        ("solver", "rtol", "atol", "dt0", "dtmax", "jump_ts", "max_steps")
+        + ("max_events", "adjoint")
+    )
+
+    def defaults(self, options, t0, t1, dtype):
+        eps = float(jnp.finfo(dtype).eps)
+        span = jnp.asarray(t1, dtype=dtype) - jnp.asarray(t0, dtype=dtype)
+        return options.with_defaults(
+            solver=diffrax.Tsit5(),
+            rtol=max(DEFAULT_RTOL, 100 * eps),
+            atol=max(DEFAULT_ATOL, eps),
+            dtmax=span / DTMAX_DIVISIONS,
+        )
+
+    def run(self, system, law, force, q0, qd0, t0, t1, ts, options):
+        return simulate_switch(system, law, force, q0, qd0, t0, t1, ts, options)
+
+
+SWITCH_PATH = SwitchPath()

@@ -1,0 +1,173 @@
+"""What every simulation path shares: the protocol a law family's path
+implements (`AbstractPath`), the applied force and its initial state, the
+vector-field evaluation count, and the solution's stats and result code."""
+
+import abc
+from typing import TYPE_CHECKING, ClassVar
+
+import diffrax
+import equinox as eqx
+import jax.numpy as jnp
+
+from .._types import Array, Float, Int, State, Vector
+from ..forces._base import AbstractForce
+from ..systems._base import AbstractSystem
+from ._common import classify
+from ._fixed_step import StageStepRK4, step_size
+from ._options import OPTION_NAMES, SimulateOptions
+from ._solution import RESULTS, Solution
+
+if TYPE_CHECKING:
+    from ..friction._law import AbstractFrictionLaw
+
+
+class AbstractPath(eqx.Module):
+    """How a law family is simulated. Each abstract law family declares its
+    path as ``simulation_path`` (as a diffrax solver declares its
+    ``term_structure``), so `jaxfric.simulate` dispatches on it without naming
+    law classes: a new family adds a path (a subclass of this) and declares it.
+
+    Attributes:
+        name: how messages name the path, e.g. ``"the switch path"``.
+        options: the `SimulateOptions` fields the path uses; `simulate` rejects
+            any other that is given.
+        fixed_step: whether `dt0` is the fixed step (then ``dt0 <= t1 − t0``).
+    """
+
+    name: ClassVar[str]
+    options: ClassVar[frozenset[str]]
+    fixed_step: ClassVar[bool] = False
+
+    def check_used(self, law: "AbstractFrictionLaw", options: SimulateOptions):
+        """Raise `ValueError` naming the first given option that this path
+        does not use, the law and the path."""
+        for name in options.given():
+            if name not in self.options:
+                used = ", ".join(n for n in OPTION_NAMES if n in self.options)
+                raise ValueError(
+                    f"`{name}` is not an option of {self.name}, which simulates "
+                    f"{type(law).__name__}; its options are {used}."
+                )
+
+    @abc.abstractmethod
+    def defaults(self, options: SimulateOptions, t0, t1, dtype) -> SimulateOptions:
+        """`options` with every `None` one that the path uses resolved to its
+        default (`SimulateOptions.with_defaults`)."""
+
+    @abc.abstractmethod
+    def run(
+        self,
+        system: AbstractSystem,
+        law: "AbstractFrictionLaw",
+        force: AbstractForce | None,
+        q0: Vector,
+        qd0: Vector,
+        t0,
+        t1,
+        ts: Float[Array, " t"],
+        options: SimulateOptions,
+    ) -> Solution:
+        """Simulate; `options` come from `defaults`. Failures are reported in
+        ``Solution.result`` (`simulate` raises on them with ``throw``)."""
+
+
+class AbstractFixedStepPath(AbstractPath):
+    """A path at a fixed step: `dt0` is the step (default ``min(1e-3, t1 −
+    t0)`` s, at most ``t1 − t0``), and the solver `StageStepRK4` by default."""
+
+    fixed_step: ClassVar[bool] = True
+
+    def defaults(self, options, t0, t1, dtype):
+        return options.with_defaults(solver=StageStepRK4(), dt0=step_size(t0, t1))
+
+
+def applied_force(
+    force: AbstractForce | None, t, q: Vector, qd: Vector, x: State
+) -> tuple[Vector, State]:
+    """``(τ, ẋ)``: the applied force broadcast to one entry per coordinate
+    and the rate of its state `x` (controller integrators)."""
+    if force is None:
+        return jnp.zeros_like(q), x
+    tau = jnp.broadcast_to(jnp.asarray(force.force(t, q, qd, x), q.dtype), q.shape)
+    return tau, jnp.asarray(force.state_derivative(t, q, qd, x), q.dtype)
+
+
+def force_state0(force: AbstractForce | None, q0: Vector, qd0: Vector) -> State:
+    """Initial state of the applied force (empty for `None` or stateless forces)."""
+    if force is None:
+        return jnp.zeros((0,), dtype=q0.dtype)
+    return jnp.asarray(force.init_state(q0, qd0), dtype=q0.dtype).reshape(-1)
+
+
+def evals_per_step(solver) -> tuple[int, int] | None:
+    """``(vector-field evaluations per step, extra evaluations at the start)``
+    of `solver`, which diffrax does not count; `None` when not known.
+
+    A Runge–Kutta solver with ``s`` stages evaluates the vector field ``s``
+    times per step, accepted or rejected, less one when its tableau is
+    first-same-as-last (FSAL: a step's last stage is the next step's first),
+    plus one for the first stage of the first step (Tsit5, Dopri5:
+    ``1 + 6·num_steps``). This is exact for explicit solvers except that every
+    rejected attempt at the very first step re-evaluates ``f(t0, y0)`` once
+    more (checked against a counting callback). For implicit (ESDIRK, e.g.
+    Kvaerno5) solvers it counts one evaluation per stage; Newton iterations and
+    Jacobians are not counted, so it is a lower bound. `StageStepRK4`: 4,
+    `diffrax.Euler`: 1. Other solvers (not Runge–Kutta, or IMEX with several
+    tableaus): `None`.
+    """
+    if isinstance(solver, StageStepRK4):
+        return 4, 0
+    if isinstance(solver, diffrax.Euler):
+        return 1, 0
+    if not isinstance(solver, diffrax.AbstractRungeKutta):
+        return None
+    tableau = solver.tableau
+    if not isinstance(tableau, diffrax.ButcherTableau):
+        return None
+    stages = len(tableau.c) + 1
+    if tableau.fsal:
+        return stages - 1, 1
+    return stages, 0
+
+
+def solve_stats(solves: dict, num_vf_evals, num_events=0) -> dict[str, Int[Array, ""]]:
+    """The `Solution.stats` dict, each counter an int32 scalar.
+
+    Args:
+        solves: the step counters (``num_steps``, ``num_accepted_steps``,
+            ``num_rejected_steps``) of a `diffrax.Solution` (or their sums).
+        num_vf_evals: vector-field evaluations (``-1``: not counted).
+        num_events: mode switches (event-driven paths).
+    """
+    names = ("num_steps", "num_accepted_steps", "num_rejected_steps")
+    stats = {name: solves[name] for name in names}
+    stats["num_vf_evals"] = num_vf_evals
+    stats["num_events"] = num_events
+    return {name: jnp.asarray(value, jnp.int32) for name, value in stats.items()}
+
+
+def count_vf_evals(solver, num_steps) -> Int[Array, ""]:
+    """Vector-field evaluations of `num_steps` steps of `solver` from its start
+    (`evals_per_step`), ``-1`` when not known."""
+    counts = evals_per_step(solver)
+    if counts is None:
+        return jnp.asarray(-1, jnp.int32)
+    per_step, at_start = counts
+    return per_step * num_steps + at_start
+
+
+def fixed_step_result(sol: diffrax.Solution, *arrays) -> RESULTS:
+    """diffrax's result code, or `RESULTS.nonfinite_state` when a saved value is
+    NaN or inf (a fixed step accepts every step, so a NaN runs on to `t1`)."""
+    result = classify(sol.result)
+    finite = jnp.array(True)
+    for a in arrays:
+        finite = finite & jnp.all(jnp.isfinite(a))
+    return RESULTS.where(
+        (result == RESULTS.successful) & ~finite, RESULTS.nonfinite_state, result
+    )
+
+
+def no_events(ts) -> Float[Array, " 0"]:
+    """`Solution.event_times` of a path without events."""
+    return jnp.zeros((0,), dtype=ts.dtype)
