@@ -280,7 +280,7 @@ weight = 1.0
 [optimize]
 parameters = ["values"]
 learning_rate = 0.1
-num_steps = 10
+max_steps = 10
 """
 
 
@@ -288,7 +288,7 @@ def test_optimize_reference_config_parses():
     from jaxfric.io.optimize_config import parse_optimize_config
 
     cfg = parse_optimize_config(tomllib.loads(_OPTIMIZE))
-    assert cfg.num_steps == 10 and not cfg.batched
+    assert cfg.max_steps == 10 and not cfg.batched
 
 
 @pytest.mark.parametrize(
@@ -297,11 +297,11 @@ def test_optimize_reference_config_parses():
         ("learning_rate = 0.1", "learning_rate = -0.1", ["(0.0, inf]"]),
         ("learning_rate = 0.1", "learning_rate = 0", ["(0.0, inf]"]),
         ("learning_rate = 0.1", "learning_rate = nan", ["finite"]),
-        ("num_steps = 10", "num_steps = -1", ["[0.0, inf]"]),
-        ("num_steps = 10", "num_steps = 10\nnum_starts = 0", ["[1.0, inf]"]),
-        ("num_steps = 10", "num_steps = 10\ninit_noise = -1.0", ["[0.0, inf]"]),
-        ("num_steps = 10", "num_steps = 10\ninit_noise = nan", ["finite"]),
-        ("num_steps = 10", "num_steps = 10\nbounds = [1.0, -1.0]", []),
+        ("max_steps = 10", "max_steps = -1", ["[0.0, inf]"]),
+        ("max_steps = 10", "max_steps = 10\nnum_starts = 0", ["[1.0, inf]"]),
+        ("max_steps = 10", "max_steps = 10\ninit_noise = -1.0", ["[0.0, inf]"]),
+        ("max_steps = 10", "max_steps = 10\ninit_noise = nan", ["finite"]),
+        ("max_steps = 10", "max_steps = 10\nbounds = [1.0, -1.0]", []),
     ],
 )
 def test_optimize_numbers_out_of_range_name_the_key(old, new, fragments):
