@@ -210,8 +210,8 @@ def optimize(
     [optimize]; see docs/optimize.md); write optimize.json, history.png,
     motion.png and the best trajectory (trajectory.npz/csv/png, summary.json)."""
     import jaxfric.optimize as jo
+    from jaxfric.io.optimize_config import bounds_array, load_optimize_config
     from jaxfric.io.results import result_message, save_solution, write_json
-    from jaxfric.optimize._config import bounds_array, load_optimize_config
     from jaxfric.optimize._report import plot_history, plot_motion, summary
 
     folder = output_dir(config, out, overwrite)
@@ -284,11 +284,11 @@ def identify(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Fit the free numbers of CONFIG (sections [identify], [[experiments]],
-    optional [synthetic], [true]; see jaxfric/identify/_config.py) to its
+    optional [synthetic], [true]; see jaxfric/io/identify_config.py) to its
     records; write identify.json (fitted vs true values, standard errors, loss
     history) and identify.png (measured vs fitted, convergence)."""
     import jaxfric.identify as ji
-    from jaxfric.identify._config import (
+    from jaxfric.io.identify_config import (
         parse_identify_config,
         plot,
         report,

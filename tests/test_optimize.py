@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 import jaxfric as jf
 import jaxfric.optimize as jo
 from jaxfric.cli import EXIT_BAD_CONFIG, app
-from jaxfric.optimize._config import make_optimizer, parameter_selector
+from jaxfric.io.optimize_config import make_optimizer, parameter_selector
 
 # Gradient of the objective vs 5-point central differences (step 1e-3) of the
 # same objective, relative to the largest entry (measured: 3e-8; the relu²

@@ -43,8 +43,24 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ._optimize import Box, perturbed_starts
-from ._problem import AbstractLimit, PointToPoint, Problem, TorqueLimit, VelocityLimit
+from ..optimize import (
+    AbstractLimit,
+    Box,
+    PointToPoint,
+    Problem,
+    TorqueLimit,
+    VelocityLimit,
+    perturbed_starts,
+)
+from ._tables import check_sections, resolve_path
+from .config import (
+    ConfigError,
+    build,
+    check_finite_keys,
+    check_ranges,
+    parse_simulate,
+    read_toml,
+)
 
 SECTIONS = (
     "system",
@@ -93,12 +109,6 @@ OPTIMIZE_RANGES: dict[str, tuple[float, bool]] = {
 _SIMULATE_TO_PROBLEM = ("q0", "qd0", "t1", "t0", "ts", "num_save")
 
 
-def _config_error():
-    from ..io.config import ConfigError
-
-    return ConfigError
-
-
 class OptimizeConfig(NamedTuple):
     """A parsed optimisation configuration.
 
@@ -121,20 +131,14 @@ class OptimizeConfig(NamedTuple):
     raw: dict[str, Any]
 
 
-def _get_path(obj, path: str):
-    for name in path.split("."):
-        obj = getattr(obj, name)
-    return obj
-
-
 @functools.cache
 def parameter_selector(names: tuple[str, ...]) -> Callable[[Any], tuple]:
     """``where`` picking the force fields at the dotted paths `names` (the field
     itself for one name, a tuple for several); one function per tuple of names,
     so equal configurations share compiled steps."""
     if len(names) == 1:
-        return lambda force: _get_path(force, names[0])
-    return lambda force: tuple(_get_path(force, name) for name in names)
+        return lambda force: resolve_path(force, names[0])
+    return lambda force: tuple(resolve_path(force, name) for name in names)
 
 
 @functools.cache
@@ -148,7 +152,6 @@ def make_optimizer(
 ) -> optax.GradientTransformation:
     """The optax transformation ``optax.<name>(learning_rate, **options)``
     (without `learning_rate` when the function takes none, e.g. ``lbfgs``)."""
-    ConfigError = _config_error()
     fn = getattr(optax, name, None) if not name.startswith("_") else None
     if not callable(fn) or inspect.isclass(fn):
         raise ConfigError(
@@ -179,9 +182,7 @@ def make_optimizer(
 
 def _keywords(cls, table: Mapping[str, Any], section: str):
     """Build `cls` from a table of numbers / arrays, checking the keys."""
-    from ..io.config import check_finite_keys
 
-    ConfigError = _config_error()
     if not isinstance(table, Mapping):
         raise ConfigError(f"{section}: expected a table.")
     params = [
@@ -227,7 +228,6 @@ def _is_numeric(value) -> bool:
 
 
 def _typed(registry: dict[str, type], table, section: str):
-    ConfigError = _config_error()
     if not isinstance(table, Mapping):
         raise ConfigError(f"{section}: expected a table.")
     name = table.get("type")
@@ -241,9 +241,7 @@ def _typed(registry: dict[str, type], table, section: str):
 
 
 def _optimize_table(table) -> dict[str, Any]:
-    from ..io.config import check_ranges
 
-    ConfigError = _config_error()
     if not isinstance(table, Mapping):
         raise ConfigError("[optimize]: expected a table.")
     out = dict(OPTIMIZE_DEFAULTS)
@@ -290,18 +288,12 @@ def parse_optimize_config(data: Mapping[str, Any]) -> OptimizeConfig:
         ConfigError: unknown section or key, missing key, wrong value type, or
             a value a constructor rejects; the message names section and key.
     """
-    from ..io.config import build, parse_simulate
 
-    ConfigError = _config_error()
-    for key in data:
-        if key not in SECTIONS:
-            raise ConfigError(
-                f"unknown section [{key}]; allowed sections: "
-                f"{', '.join(f'[{s}]' for s in SECTIONS)}."
-            )
-    for key in ("system", "friction", "force", "simulate", "objective", "optimize"):
-        if key not in data:
-            raise ConfigError(f"missing section [{key}].")
+    check_sections(
+        data,
+        SECTIONS,
+        ("system", "friction", "force", "simulate", "objective", "optimize"),
+    )
     system = build("system", data["system"])
     friction = build("friction", data["friction"])
     force = build("force", data["force"])
@@ -318,7 +310,7 @@ def parse_optimize_config(data: Mapping[str, Any]) -> OptimizeConfig:
     names = tuple(opt["parameters"])
     for name in names:
         try:
-            value = _get_path(force, name)
+            value = resolve_path(force, name)
         except AttributeError:
             raise ConfigError(
                 f"[optimize] key 'parameters': the force {type(force).__name__} has "
@@ -373,7 +365,6 @@ def load_optimize_config(path: str | Path) -> OptimizeConfig:
     Raises:
         ConfigError: the file cannot be read or is invalid.
     """
-    from ..io.config import read_toml
 
     return parse_optimize_config(read_toml(path))
 

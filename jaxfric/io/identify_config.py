@@ -62,7 +62,20 @@ from typing import Any
 import jax.tree_util as jtu
 import numpy as np
 
-from ..io.config import (
+from ..identify import (
+    Experiment,
+    FitResult,
+    LevenbergMarquardt,
+    Model,
+    MultipleShooting,
+    Record,
+    default_adam,
+    from_record,
+    stack_experiments,
+    synthesize_record,
+)
+from ._tables import check_sections, resolve_path
+from .config import (
     ConfigError,
     build,
     check_finite_keys,
@@ -70,16 +83,7 @@ from ..io.config import (
     parse_simulate,
     read_toml,
 )
-from ..io.records import load_record
-from ._experiment import (
-    Experiment,
-    from_record,
-    stack_experiments,
-    synthesize_record,
-)
-from ._fit import FitResult, Model, MultipleShooting, default_adam
-from ._lm import LevenbergMarquardt
-from ._record import Record
+from .records import load_record
 
 SECTIONS = (
     "system",
@@ -169,14 +173,6 @@ def _number(value, where, kind):
     return value
 
 
-def resolve_path(model, path: str):
-    """``"friction.fc"`` -> ``model.friction.fc`` (attribute chain)."""
-    node = model
-    for part in path.split("."):
-        node = getattr(node, part)
-    return node
-
-
 def _check_path(model: Model, path: str, where: str) -> None:
     try:
         leaf = resolve_path(model, path)
@@ -197,15 +193,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     """
     path = Path(path)
     data = read_toml(path)
-    for key in data:
-        if key not in SECTIONS:
-            raise ConfigError(
-                f"unknown section [{key}]; allowed: "
-                f"{', '.join(f'[{s}]' for s in SECTIONS)}."
-            )
-    for key in ("system", "friction", "identify", "experiments"):
-        if key not in data:
-            raise ConfigError(f"missing section [{key}].")
+    check_sections(data, SECTIONS, ("system", "friction", "identify", "experiments"))
     system = build("system", data["system"])
     friction = build("friction", data["friction"])
 
