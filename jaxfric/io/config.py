@@ -298,7 +298,12 @@ def _solver(value, where: str):
 
 
 def build(
-    family: str, table: Mapping[str, Any], *, section: str | None = None, base=None
+    family: str,
+    table: Mapping[str, Any],
+    *,
+    section: str | None = None,
+    base=None,
+    types: Mapping[str, type] | None = None,
 ):
     """Build a system, friction law or force from its TOML table.
 
@@ -308,6 +313,9 @@ def build(
             (sub-tables for arguments that are themselves laws or forces).
         section: the name used in error messages (default ``[family]``).
         base: restrict the allowed types to subclasses of this class.
+        types: the allowed types by name, for classes outside the three
+            families (the optimize config's objectives and limits); default
+            `available_types(family)`.
 
     Returns:
         The constructed `eqx.Module`.
@@ -319,7 +327,7 @@ def build(
     section = f"[{family}]" if section is None else section
     if not isinstance(table, Mapping):
         raise ConfigError(f"{section}: expected a table, got {_type_name(table)}.")
-    allowed = available_types(family)
+    allowed = available_types(family) if types is None else dict(types)
     if base is not None:
         allowed = {k: v for k, v in allowed.items() if issubclass(v, base)}
     type_name = table.get("type")

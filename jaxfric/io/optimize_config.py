@@ -180,45 +180,6 @@ def make_optimizer(
     return opt
 
 
-def _keywords(cls, table: Mapping[str, Any], section: str):
-    """Build `cls` from a table of numbers / arrays, checking the keys."""
-
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{section}: expected a table.")
-    params = [
-        p
-        for p in inspect.signature(cls).parameters.values()
-        if p.kind == p.POSITIONAL_OR_KEYWORD
-    ]
-    allowed = [p.name for p in params]
-    kwargs = {}
-    for key, value in table.items():
-        if key == "type":
-            continue
-        if key not in allowed:
-            raise ConfigError(
-                f"{section} unknown key {key!r} for type {cls.__name__!r}; allowed "
-                f"keys: type, {', '.join(allowed)}."
-            )
-        if not _is_numeric(value):
-            raise ConfigError(
-                f"{section} key {key!r}: expected a number or an array of numbers."
-            )
-        kwargs[key] = value
-    # Targets, knots and weights: a NaN or inf would make the loss NaN.
-    check_finite_keys(kwargs, list(kwargs), section)
-    missing = [p.name for p in params if p.default is p.empty and p.name not in kwargs]
-    if missing:
-        raise ConfigError(
-            f"{section}: missing required key(s) {', '.join(map(repr, missing))} for "
-            f"type {cls.__name__!r}."
-        )
-    try:
-        return cls(**kwargs)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{section} {cls.__name__}: {e}") from e
-
-
 def _is_numeric(value) -> bool:
     if isinstance(value, bool):
         return False
@@ -228,16 +189,13 @@ def _is_numeric(value) -> bool:
 
 
 def _typed(registry: dict[str, type], table, section: str):
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{section}: expected a table.")
-    name = table.get("type")
-    if name not in registry:
-        raise ConfigError(
-            f"{section}: {'missing key' if name is None else 'unknown type'} "
-            f"{'type' if name is None else repr(name)}; allowed types: "
-            f"{', '.join(registry)}."
-        )
-    return _keywords(registry[name], table, section)
+    """An objective or a limit, built as the forces are (`build`), with its
+    numbers checked finite first (a NaN target or weight would make the loss
+    NaN)."""
+    if isinstance(table, Mapping):
+        numbers = [k for k, v in table.items() if k != "type" and _is_numeric(v)]
+        check_finite_keys(table, numbers, section)
+    return build(section, table, section=section, types=registry)
 
 
 def _optimize_table(table) -> dict[str, Any]:
