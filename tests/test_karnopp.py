@@ -192,7 +192,8 @@ def test_other_solvers_and_options():
     assert error < 0.01**2 / (2 * DECEL) + 1e-6
     with pytest.raises(ValueError, match="explicit fixed-step solver"):
         jf.simulate(OSC, law, X0, 0.0, 1.0, solver=diffrax.Kvaerno5())
-    with pytest.raises(ValueError, match="`friction_state0` is not an option of the Karnopp path"):
+    unused = "`friction_state0` is not an option of the Karnopp path"
+    with pytest.raises(ValueError, match=unused):
         jf.simulate(OSC, law, X0, 0.0, 1.0, friction_state0=0.0)
     with pytest.raises(ValueError, match=r"`dt0` must lie in \(0.0, inf\]"):
         jf.simulate(OSC, law, X0, 0.0, 1.0, dt0=0.0)

@@ -180,7 +180,8 @@ def test_bad_path_options():
     law = jf.Kikuuwe(k=1e3, b=60.0, f=FC)
     import diffrax
 
-    with pytest.raises(ValueError, match="`solver` is not an option of the Kikuuwe path"):
+    unused = "`solver` is not an option of the Kikuuwe path"
+    with pytest.raises(ValueError, match=unused):
         jf.simulate(OSC, law, X0, 0.0, 1.0, solver=diffrax.Tsit5())
     with pytest.raises(ValueError, match=r"`dt0` must lie in \(0.0, inf\]"):
         jf.simulate(OSC, law, X0, 0.0, 1.0, dt0=-1e-3)

@@ -337,7 +337,8 @@ def test_dynamic_path_options_validated():
     law = jf.Dahl(sigma0=1e3, fc=1.0)
     with pytest.raises(ValueError, match="friction_state0"):
         jf.simulate(OSC, law, 2.0, 0.0, 2.0, friction_state0=np.zeros(2))
-    with pytest.raises(ValueError, match="`friction_state0` is not an option of the smooth path, which simulates Regularized"):
+    unused = "`friction_state0` is not an option of the smooth path, which simulates "
+    with pytest.raises(ValueError, match=unused + "Regularized"):
         jf.simulate(
             OSC,
             jf.Regularized(jf.Coulomb(1.0), 0.1),
