@@ -73,14 +73,17 @@ def _skipped(record_struct):
     return jax.tree.map(fill, record_struct)
 
 
-def _scan_active(step, carry, num_active, chunk, stopped=lambda c: False):
+def _scan_active(step, carry, num_active, chunk, record_struct, stopped=None):
     """`chunk` applications of ``step(carry) -> (carry, record)``; those from
-    `num_active` on, or once ``stopped(carry)``, are skipped."""
-    record_struct = jax.eval_shape(step, carry)[1]
+    `num_active` on, or once ``stopped(carry)``, are skipped (their records
+    shaped as `record_struct`, given so that `step` is traced only once)."""
 
     def body(carry, i):
+        active = i < num_active
+        if stopped is not None:
+            active = active & ~stopped(carry)
         return jax.lax.cond(
-            (i < num_active) & ~stopped(carry),
+            active,
             step,
             lambda c: (c, _skipped(record_struct)),
             carry,
@@ -135,7 +138,14 @@ def optax_chunk(fn, args, optimizer, project, carry, num_active, chunk, batched)
         one = lambda p, s, b: _optax_step(fn, args, optimizer, project, p, s, b)
         return (eqx.filter_vmap(one) if batched else one)(*carry)
 
-    return _scan_active(step, carry, num_active, chunk)
+    # A step's record (value, ok, aux) is shaped like `fn`'s output: traced
+    # forward only, not through the gradient and the update.
+    value = lambda p: fn(p, args)
+    value_struct, (ok_struct, aux_struct) = eqx.filter_eval_shape(
+        eqx.filter_vmap(value) if batched else value, carry[0]
+    )
+    record_struct = (value_struct, ok_struct, aux_struct)
+    return _scan_active(step, carry, num_active, chunk, record_struct)
 
 
 @eqx.filter_jit
@@ -180,7 +190,9 @@ def least_squares_chunk(
         lambda s: jnp.zeros(s.shape, s.dtype), eqx.filter_eval_shape(fn, y, args)[1]
     )
     carry = (y, dynamic_state, aux0, jnp.array(False), optx.RESULTS.successful)
-    return _scan_active(step, carry, num_active, chunk, stopped=lambda c: c[3])
+    # A step's record (iterate, aux) is shaped like the carry's.
+    record_struct = jax.eval_shape(lambda: (carry[0], carry[2]))
+    return _scan_active(step, carry, num_active, chunk, record_struct, lambda c: c[3])
 
 
 @eqx.filter_jit
