@@ -241,14 +241,14 @@ def fit(
             static level of `Coulomb`, `Stribeck` and `LuGre` (also inside
             `Regularized`).
         optimizer: ``"lm"`` (default: the built-in `LevenbergMarquardt`; on
-            ``experiments/bench_identify.py``'s Stribeck problem within 0.1 %
-            in 13 steps, where Adam is 186 % off after 400), any `optimistix`
-            least-squares solver (the built-in `LevenbergMarquardt`,
-            `optimistix.LevenbergMarquardt`, ...), ``"adam"`` (`default_adam`)
-            or any
-            `optax.GradientTransformation` (an optax step from an iterate where
-            a window fails is not taken: the best iterate is returned). Pass the
-            same object on repeated calls to avoid recompiling.
+            ``experiments/bench_identify.py``'s Stribeck problem within 2 % in
+            7 steps and 0.1 % at convergence, where Adam is 186 % off after
+            400), any `optimistix` least-squares solver (the built-in
+            `LevenbergMarquardt`, `optimistix.LevenbergMarquardt`, ...),
+            ``"adam"`` (`default_adam`) or any `optax.GradientTransformation`
+            (an optax step from an iterate where a window fails is not taken:
+            the best iterate is returned). Pass the same object on repeated
+            calls to avoid recompiling.
         max_steps: the step budget (default 100 for least squares, which stop
             earlier when converged; 1000 for optax, which runs them all).
         position_weight: weight ``w_q`` of position errors, 1/m (1/rad): a
