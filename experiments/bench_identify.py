@@ -136,7 +136,7 @@ def main():
                 position_weight=data.weights,
             )
             times.append(time.perf_counter() - t0)
-        err = np.abs(result.parameter_history - truth) / truth
+        err = np.abs(result.params_history - truth) / truth
         hit = np.flatnonzero(np.all(err <= target, axis=1))
         steps_to = int(hit[0]) + 1 if hit.size else None
         rows.append(
@@ -149,7 +149,7 @@ def main():
                 to_target=(times[1] * steps_to / result.num_steps)
                 if hit.size
                 else None,
-                max_err=100 * float(np.max(np.abs(result.values - truth) / truth)),
+                max_err=100 * float(np.max(np.abs(result.params - truth) / truth)),
                 per_step=times[1] / result.num_steps,
             )
         )

@@ -176,8 +176,8 @@ def main():
                 stage1=first,
                 final=final,
                 seconds=s1 + s2,
-                errors=np.abs(final.values - truth) / truth,
-                stage1_errors=np.abs(first.values - truth) / truth,
+                errors=np.abs(final.params - truth) / truth,
+                stage1_errors=np.abs(first.params - truth) / truth,
             )
         )
     single = None
@@ -196,7 +196,7 @@ def main():
         single = dict(
             result=result,
             seconds=secs,
-            errors=np.abs(result.values - truth) / truth,
+            errors=np.abs(result.params - truth) / truth,
         )
 
     rows = []
@@ -208,8 +208,8 @@ def main():
                     param=name,
                     true=truth[k],
                     start_value=truth[k] * run["factor"][k],
-                    stage1=run["stage1"].values[k],
-                    fit=run["final"].values[k],
+                    stage1=run["stage1"].params[k],
+                    fit=run["final"].params[k],
                     err=100 * run["errors"][k],
                     se=run["final"].stderr[k],
                     se_rel=100 * run["final"].stderr[k] / truth[k],
@@ -234,7 +234,7 @@ def main():
             run=f"{r['label']} (two stages)",
             steps=f"{r['stage1'].num_steps} + {r['final'].num_steps}",
             seconds=r["seconds"],
-            loss=r["final"].loss,
+            loss=r["final"].value,
             max_err=100 * float(np.max(r["errors"])),
             failed=r["final"].num_failed_solves,
         )
@@ -246,7 +246,7 @@ def main():
                 run=f"start {len(runs)}, single stage (all records at once)",
                 steps=str(single["result"].num_steps),
                 seconds=single["seconds"],
-                loss=single["result"].loss,
+                loss=single["result"].value,
                 max_err=100 * float(np.max(single["errors"])),
                 failed=single["result"].num_failed_solves,
             )
@@ -314,16 +314,16 @@ def main():
             runs=[
                 dict(
                     start=truth * np.asarray(r["factor"], float),
-                    stage1_values=r["stage1"].values,
+                    stage1_values=r["stage1"].params,
                     stage1_relative_errors=r["stage1_errors"],
-                    values=r["final"].values,
+                    values=r["final"].params,
                     stderr=r["final"].stderr,
                     relative_errors=r["errors"],
                     steps=[r["stage1"].num_steps, r["final"].num_steps],
                     seconds=r["seconds"],
-                    loss=r["final"].loss,
+                    loss=r["final"].value,
                     loss_history=np.concatenate(
-                        [r["stage1"].loss_history, r["final"].loss_history]
+                        [r["stage1"].value_history, r["final"].value_history]
                     ),
                 )
                 for r in runs
@@ -331,10 +331,10 @@ def main():
             single_stage=None
             if single is None
             else dict(
-                values=single["result"].values,
+                values=single["result"].params,
                 relative_errors=single["errors"],
                 seconds=single["seconds"],
-                loss=single["result"].loss,
+                loss=single["result"].value,
             ),
         ),
         folder / "summary.json",
@@ -373,7 +373,7 @@ def figure(path, runs, experiments, labels, truth, target):
     for k, name in enumerate(PARAMS):
         for r, style in zip(runs, ("-", ":"), strict=False):
             hist = np.concatenate(
-                [r["stage1"].parameter_history, r["final"].parameter_history]
+                [r["stage1"].params_history, r["final"].params_history]
             )
             ax.semilogy(
                 np.abs(hist[:, k] - truth[k]) / truth[k],

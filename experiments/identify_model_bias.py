@@ -91,10 +91,10 @@ def main():
             ),
         )
         seconds = time.perf_counter() - t0
-        values = dict(zip(("fc", "fs", "vs", "fv"), result.values, strict=True))
+        values = dict(zip(("fc", "fs", "vs", "fv"), result.params, strict=True))
         row = dict(
             model=label,
-            rms=float(np.sqrt(result.loss)),
+            rms=float(np.sqrt(result.value)),
             seconds=seconds,
             steps=result.num_steps,
         )

@@ -76,13 +76,13 @@ def run_fit(data, start, optimizer, steps, label, target):
     t0 = time.perf_counter()
     fit(data.system, start, data.experiments, **kw)
     warm = time.perf_counter() - t0
-    history = relative_errors(result.parameter_history, data.truth)
+    history = relative_errors(result.params_history, data.truth)
     reached = np.flatnonzero(np.all(history <= target, axis=1))
     return dict(
         result=result,
         first_call_s=first,
         warm_call_s=warm,
-        errors=relative_errors(result.values, data.truth),
+        errors=relative_errors(result.params, data.truth),
         history=history,
         steps_to_target=int(reached[0]) + 1 if reached.size else None,
     )
@@ -137,7 +137,7 @@ def main():
                     method=label,
                     param=name,
                     true=truth[k],
-                    fit=res.values[k],
+                    fit=res.params[k],
                     err=100 * run["errors"][k],
                     se=res.stderr[k],
                     se_rel=100 * res.stderr[k] / truth[k],
@@ -175,7 +175,7 @@ def main():
                 to_target=run["steps_to_target"],
                 first=run["first_call_s"],
                 warm=run["warm_call_s"],
-                loss=run["result"].loss,
+                loss=run["result"].value,
                 max_err=100 * float(np.max(run["errors"])),
             )
             for label, run in runs.items()
@@ -220,15 +220,15 @@ def main():
             starts=[truth * np.asarray(f) for f in setup["start_factors"]],
             methods={
                 label: dict(
-                    values=run["result"].values,
+                    values=run["result"].params,
                     stderr=run["result"].stderr,
                     relative_errors=run["errors"],
                     steps=run["result"].num_steps,
                     steps_to_target=run["steps_to_target"],
                     first_call_s=run["first_call_s"],
                     warm_call_s=run["warm_call_s"],
-                    loss=run["result"].loss,
-                    loss_history=run["result"].loss_history,
+                    loss=run["result"].value,
+                    loss_history=run["result"].value_history,
                 )
                 for label, run in runs.items()
             },

@@ -118,7 +118,7 @@ def lm_fit(system, start, experiments, weights, settings, label):
         optimizer=LevenbergMarquardt(),
         max_steps=settings["max_steps"],
         position_weight=weights,
-        simulate_options={"max_events": settings["max_events"]},
+        simulate_options=jf.SimulateOptions(max_events=settings["max_events"]),
         callback=lambda step, loss: print(
             f"  {label}: step {step}, loss {loss:.4e}", flush=True
         ),
@@ -152,7 +152,7 @@ def main():
 
     rows, summary, claims, noiseless = [], [], [], []
     for label, (result, secs) in runs.items():
-        errors = np.abs(result.values - truth) / truth
+        errors = np.abs(result.params - truth) / truth
         bar = settings["noiseless_target"] if label.startswith("noiseless") else target
         for k, name in enumerate(PARAMS):
             rows.append(
@@ -160,7 +160,7 @@ def main():
                     run=label,
                     param=name,
                     true=truth[k],
-                    fit=result.values[k],
+                    fit=result.params[k],
                     err=100 * errors[k],
                     se=result.stderr[k],
                     se_rel=100 * result.stderr[k] / truth[k],
@@ -174,7 +174,7 @@ def main():
                 run=label,
                 steps=result.num_steps,
                 seconds=secs,
-                loss=result.loss,
+                loss=result.value,
                 max_err=100 * float(np.max(errors)),
             )
         )
@@ -232,13 +232,13 @@ def main():
             starts=starts,
             runs={
                 label: dict(
-                    values=r.values,
+                    values=r.params,
                     stderr=r.stderr,
-                    relative_errors=np.abs(r.values - truth) / truth,
+                    relative_errors=np.abs(r.params - truth) / truth,
                     steps=r.num_steps,
                     seconds=secs,
-                    loss=r.loss,
-                    loss_history=r.loss_history,
+                    loss=r.value,
+                    loss_history=r.value_history,
                 )
                 for label, (r, secs) in runs.items()
             },

@@ -72,9 +72,9 @@ def make_problem(system, law, case):
         velocity_weight=case["velocity_weight"],
         effort_weight=case["effort_weight"],
     )
-    options = {"max_events": case["max_events"]}
+    options = jf.SimulateOptions(max_events=case["max_events"])
     if isinstance(law, jf.Regularized):
-        options = {"max_steps": 100_000}
+        options = jf.SimulateOptions(max_steps=100_000)
     return jo.Problem(
         system,
         law,
@@ -122,7 +122,7 @@ def replay(problem, law, force):
         problem.t1,
         force=force,
         ts=problem.ts,
-        max_events=problem.simulate_options.get("max_events", 64),
+        max_events=problem.simulate_options.max_events or 64,
         throw=False,
     )
 
@@ -224,7 +224,7 @@ def main():
             "settings": settings,
             "rows": rows,
             "histories": {
-                f"{name}: {label}": np.asarray(r.history)
+                f"{name}: {label}": np.asarray(r.value_history)
                 for name, (results, _, _) in figures.items()
                 for label, r in results.items()
             },
@@ -265,7 +265,7 @@ def make_figure(results, replays, case):
             ax_u.plot(np.asarray(result.solution.ts), tau[:, i], **kw)
             speed = np.maximum(np.abs(np.asarray(sol.qd[:, i])), 1e-17)
             ax_v.semilogy(ts, speed, **kw)
-        history = np.atleast_2d(result.history)[result.best_index]
+        history = np.atleast_2d(result.value_history)[result.best_index]
         ax_h.semilogy(np.arange(history.shape[0]), history, color=f"C{color}")
     for target in np.atleast_1d(case["target"]):
         ax_q.axhline(target, color="k", ls="--", lw=0.8)

@@ -331,16 +331,16 @@ def identify_runs(setup, force, settings, label):
             optimizer="lm",
             max_steps=ident["max_steps"],
             position_weight=1.0 / sigma,
-            simulate_options={"max_events": setup.max_events},
+            simulate_options=jf.SimulateOptions(max_events=setup.max_events),
         )
-        error = 100.0 * np.abs(result.values - theta) / theta
+        error = 100.0 * np.abs(result.params - theta) / theta
         rows.append(
             {
                 "seed": seed,
-                "values": result.values,
+                "values": result.params,
                 "error_pct": error,
                 "stderr_pct": 100.0 * result.stderr / theta,
-                "loss": result.loss,
+                "loss": result.value,
                 "steps": result.num_steps,
                 "converged": result.converged,
             }
@@ -396,7 +396,7 @@ def main():
                 settings["velocity_limit"], weight=settings["limit_weight"]
             ),
         ),
-        simulate_options={"max_events": settings["max_events"]},
+        simulate_options=jf.SimulateOptions(max_events=settings["max_events"]),
     )
     opt = settings["optimizer"]
     schedule = optax.cosine_decay_schedule(
@@ -568,7 +568,7 @@ def main():
                 "a": np.asarray(result.params[0]),
                 "b": np.asarray(result.params[1]),
                 "omega": omega,
-                "history": np.asarray(result.history),
+                "history": np.asarray(result.value_history),
                 "wall_s": design_wall,
                 "gradient_check_entries": grad_entries,
                 "gradient_check_error": grad_error,
@@ -604,7 +604,7 @@ def make_figure(sols, result, settings):
             ax_q.plot(ts, ref[:, j], color=f"C{color}", ls=styles[j], lw=0.5)
             ax_u.plot(ts, np.asarray(tau[:, j]), **kw)
             ax_v.plot(ts, np.asarray(sol.qd[:, j]), **kw)
-    ax_h.plot(np.asarray(result.history))
+    ax_h.plot(np.asarray(result.value_history))
     ax_q.set_ylabel("q (thick) and q_r (thin), rad")
     ax_u.set_ylabel("PID torque τ, N·m")
     ax_v.set_ylabel("q̇, rad/s")

@@ -20,6 +20,7 @@ count are skipped by `lax.cond` and recorded as NaN), so one compiled function
 serves every chunk, and a second call with the same structure reuses it;
 `run_chunks` is the Python side: it stops at the step budget or when the solver
 terminates and reports progress through a callback (the CLI draws any bar).
+Both entry points return an `AbstractMinimiseResult`.
 """
 
 from collections.abc import Callable
@@ -33,8 +34,12 @@ import optax
 import optimistix as optx
 from jaxtyping import Array, Bool, Float
 
+from .simulate import SimulateOptions
+
 __all__ = [
+    "AbstractMinimiseResult",
     "Best",
+    "check_options",
     "least_squares_chunk",
     "least_squares_init",
     "least_squares_postprocess",
@@ -43,6 +48,52 @@ __all__ = [
     "run_chunks",
     "strong",
 ]
+
+
+class AbstractMinimiseResult(eqx.Module):
+    """What `jaxfric.identify.fit` (`FitResult`) and `jaxfric.optimize.optimize`
+    (`OptimizeResult`) return in common.
+
+    Attributes:
+        params: the returned iterate (fit: the free parameters, flattened;
+            optimize: the decision variables).
+        value: the minimised objective at `params`.
+        value_history: the objective per step (see each result for the exact
+            iterates it is recorded at).
+        num_steps: optimiser steps taken.
+        result: why the loop stopped, an `optimistix.RESULTS`: `successful`
+            when a least-squares solver's stopping test passed or an optax run
+            spent its budget (optax has no stopping test);
+            `nonlinear_max_steps_reached` when a least-squares solver spent its
+            budget; otherwise the solver's failure.
+        seconds: wall time of the run, compilation included.
+    """
+
+    params: eqx.AbstractVar[Any]
+    value: eqx.AbstractVar[Any]
+    value_history: eqx.AbstractVar[np.ndarray]
+    num_steps: eqx.AbstractVar[int]
+    result: eqx.AbstractVar[optx.RESULTS]
+    seconds: eqx.AbstractVar[float]
+
+    @property
+    def converged(self) -> bool:
+        """``result == optimistix.RESULTS.successful``."""
+        return bool(self.result == optx.RESULTS.successful)
+
+
+def check_options(options: Any) -> SimulateOptions:
+    """`options` (`SimulateOptions()` for `None`), or a `TypeError`: the
+    numerical options of the simulations go in as one typed object, so an
+    unknown name is rejected by `SimulateOptions` itself, as in `simulate`."""
+    if options is None:
+        return SimulateOptions()
+    if not isinstance(options, SimulateOptions):
+        raise TypeError(
+            "`simulate_options` must be a jaxfric.simulate.SimulateOptions "
+            f"(e.g. SimulateOptions(max_events=16)); got {type(options).__name__}."
+        )
+    return options
 
 
 class Best(eqx.Module):

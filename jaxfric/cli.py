@@ -335,7 +335,7 @@ def identify(
             line += f" (true {entry['true'].ravel().tolist()}, error {err})"
         typer.echo(line)
     typer.echo(
-        f"loss {result.loss:.6g} after {result.num_steps} steps "
+        f"loss {result.value:.6g} after {result.num_steps} steps "
         f"({'converged' if result.converged else 'step budget spent'}), "
         f"wall {wall:.2f} s"
     )

@@ -148,20 +148,20 @@ def test_exact_path_noiseless_recovery(noiseless_fits):
         ".friction.vs",
         ".friction.fv",
     )
-    np.testing.assert_allclose(first.values, list(TRUE.values()), rtol=NOISELESS_RTOL)
+    np.testing.assert_allclose(first.params, list(TRUE.values()), rtol=NOISELESS_RTOL)
     fitted = first.model.friction
     np.testing.assert_allclose(
         [fitted.fc, fitted.fs, fitted.vs, fitted.fv],
         list(TRUE.values()),
         rtol=NOISELESS_RTOL,
     )
-    assert first.loss_history[0] > 1e6 * first.loss
+    assert first.value_history[0] > 1e6 * first.value
     assert np.all(np.isfinite(first.stderr))
 
 
 def test_iterates_stay_feasible(noiseless_fits):
     # Every iterate the optimiser visited: positive, and static >= kinetic.
-    history = noiseless_fits[0].parameter_history
+    history = noiseless_fits[0].params_history
     assert history.shape[1] == 4
     assert np.all(history > 0.0)
     assert np.all(history[:, 1] >= history[:, 0])
@@ -173,7 +173,7 @@ def test_second_call_does_not_retrace(noiseless_fits):
     assert traces == 0
     assert "/jax/core/compile/jaxpr_trace_duration" not in events
     assert "/jax/core/compile/backend_compile_duration" not in events
-    np.testing.assert_array_equal(first.values, second.values)
+    np.testing.assert_array_equal(first.params, second.params)
 
 
 def test_exact_path_noisy_recovery(stribeck_data, noiseless_fits):
@@ -189,11 +189,11 @@ def test_exact_path_noisy_recovery(stribeck_data, noiseless_fits):
         optimizer=LM,
     )
     truth = np.array(list(TRUE.values()))
-    err = np.abs(result.values - truth)
-    assert np.all(err <= NOISY_SIGMAS * result.stderr), (result.values, result.stderr)
-    assert np.all(err <= NOISY_RTOL * truth), result.values
+    err = np.abs(result.params - truth)
+    assert np.all(err <= NOISY_SIGMAS * result.stderr), (result.params, result.stderr)
+    assert np.all(err <= NOISY_RTOL * truth), result.params
     # The residual RMS is the noise level (the model is exact).
-    np.testing.assert_allclose(np.sqrt(result.loss), sigma, rtol=0.15)
+    np.testing.assert_allclose(np.sqrt(result.value), sigma, rtol=0.15)
 
 
 # ---------------------------------------------------------------------------
@@ -253,13 +253,13 @@ def test_optax_and_optimistix_agree_with_builtin_lm():
     exp = _smooth_experiment()
     truth = SMOOTH_VALUES
     lm = fit(SYSTEM, SMOOTH_START, exp, free=SMOOTH_FREE, optimizer="lm")
-    np.testing.assert_allclose(lm.values, truth, rtol=NOISELESS_RTOL)
+    np.testing.assert_allclose(lm.params, truth, rtol=NOISELESS_RTOL)
     solver = optx.LevenbergMarquardt(rtol=1e-12, atol=1e-14)
     # (No standard errors: saves compiling a Jacobian pass after the loop.)
     ox = fit(
         SYSTEM, SMOOTH_START, exp, free=SMOOTH_FREE, optimizer=solver, stderr=False
     )
-    np.testing.assert_allclose(ox.values, truth, rtol=NOISELESS_RTOL)
+    np.testing.assert_allclose(ox.params, truth, rtol=NOISELESS_RTOL)
     # Adam (first order) on the two Coulomb levels, viscous known: 100 steps of
     # a cosine-decayed learning rate from 25 % off get within 2 %.
     known_viscous = jf.Regularized(jf.CoulombViscous(1.0, 1.0, 0.3, 0.3), eps=0.05)
@@ -272,9 +272,9 @@ def test_optax_and_optimistix_agree_with_builtin_lm():
         max_steps=100,
         stderr=False,
     )
-    np.testing.assert_allclose(adam.values, [0.8, 0.8], rtol=2e-2)
-    assert adam.loss < 1e-3 * adam.loss_history[0]
-    assert adam.loss_history.shape == (100,)
+    np.testing.assert_allclose(adam.params, [0.8, 0.8], rtol=2e-2)
+    assert adam.value < 1e-3 * adam.value_history[0]
+    assert adam.value_history.shape == (100,)
 
 
 def test_multiple_shooting_batched_unknown_initial_velocity():
@@ -293,7 +293,7 @@ def test_multiple_shooting_batched_unknown_initial_velocity():
         shooting=MultipleShooting(4),
     )
     assert result.names[4:] == (".experiments.qd0[0, 0]", ".experiments.qd0[1, 0]")
-    np.testing.assert_allclose(result.values, SMOOTH_VALUES + [0.5, -0.3], rtol=1e-5)
+    np.testing.assert_allclose(result.params, SMOOTH_VALUES + [0.5, -0.3], rtol=1e-5)
     assert result.model.experiments.qd0.shape == (2, 1)
 
 

@@ -57,4 +57,4 @@ def test_two_link_noiseless_recovery_per_joint():
         optimizer="lm",
         max_steps=40,
     )
-    np.testing.assert_allclose(result.values, truth, rtol=1e-6)
+    np.testing.assert_allclose(result.params, truth, rtol=1e-6)

@@ -44,7 +44,7 @@ def test_zero_weight_drops_a_record_and_common_scale_changes_nothing():
         optimizer="lm",
         position_weight=np.array([[1.0], [0.0]]),
     )
-    np.testing.assert_allclose(masked.values, alone.values, rtol=1e-6)
+    np.testing.assert_allclose(masked.params, alone.params, rtol=1e-6)
     # Standard errors: the masked record adds nothing but its sample count in
     # the residual-variance denominator N - P; undo that difference.
     n = TS.size
@@ -53,7 +53,7 @@ def test_zero_weight_drops_a_record_and_common_scale_changes_nothing():
     scaled = fit(
         SYSTEM, START, good, free=FREE, optimizer="lm", position_weight=[[25.0]]
     )
-    np.testing.assert_allclose(scaled.values, alone.values, rtol=1e-6)
+    np.testing.assert_allclose(scaled.params, alone.params, rtol=1e-6)
     np.testing.assert_allclose(scaled.stderr, alone.stderr, rtol=1e-4)
 
 

@@ -15,7 +15,7 @@ from .._check import check_finite, is_concrete
 from ..forces._base import AbstractForce
 from ..forces._inputs import Tabulated
 from ..friction._base import AbstractFrictionLaw
-from ..simulate import simulate
+from ..simulate import SimulateOptions, simulate
 from ..systems._base import AbstractSystem
 from ._record import Record
 
@@ -158,7 +158,7 @@ def synthesize_record(
     qd0: Any = 0.0,
     noise: float = 0.0,
     seed: int | Sequence[int] | np.random.Generator = 0,
-    simulate_options: dict[str, Any] | None = None,
+    simulate_options: SimulateOptions | None = None,
     source: str = "synthetic record",
 ) -> Record:
     """A record simulated from a known model, with Gaussian position noise of
@@ -172,7 +172,7 @@ def synthesize_record(
         noise: relative noise level, ``>= 0``.
         seed: for `numpy.random.default_rng` (an int, a sequence such as
             ``[seed, record_index]``, or a `Generator`, which is drawn from).
-        simulate_options: keywords for `jaxfric.simulate`.
+        simulate_options: a `jaxfric.simulate.SimulateOptions`.
         source: the record's name in error messages.
 
     Returns:
@@ -190,7 +190,7 @@ def synthesize_record(
         t0=float(ts[0]),
         ts=ts,
         force=force,
-        **(simulate_options or {}),
+        options=simulate_options,
     )
     q = np.asarray(sol.q)
     rng = np.random.default_rng(seed)

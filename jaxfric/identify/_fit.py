@@ -21,7 +21,6 @@ whose static inputs are hashable data, so a second identical `fit` call reuses
 them.
 """
 
-import dataclasses
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -37,7 +36,9 @@ from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float
 
 from .._minimise import (
+    AbstractMinimiseResult,
     Best,
+    check_options,
     host,
     least_squares_chunk,
     least_squares_init,
@@ -47,6 +48,7 @@ from .._minimise import (
     strong,
 )
 from ..friction._base import AbstractFrictionLaw, AbstractSetValuedLaw
+from ..simulate import SimulateOptions
 from ..systems._base import AbstractSystem
 from ._experiment import Experiment
 from ._lm import LevenbergMarquardt
@@ -59,7 +61,6 @@ from ._problem import (
     flat_theta,
     rebuild,
     residuals,
-    simulate_options_for,
     simulate_window,
     stderr_model,
     transform_jacobian,
@@ -67,43 +68,40 @@ from ._problem import (
 from ._transforms import AbstractTransform
 
 
-@dataclasses.dataclass(frozen=True)
-class FitResult:
+class FitResult(AbstractMinimiseResult):
     """What `fit` returns.
 
     Attributes:
         model: the fitted `Model` (least squares: the last accepted iterate;
             optax: the best iterate seen).
-        loss: the loss ``‖r‖²/N`` at `model`.
-        loss_history: loss per optimiser step, shape ``(steps,)``.
-        parameter_history: the free parameters (flattened, in the order of
-            `names`) per step, shape ``(steps, p)``.
+        params: the fitted free parameters, flattened in the order of `names`,
+            shape ``(p,)``.
+        value: the loss ``‖r‖²/N`` at `model`.
+        value_history: the loss per optimiser step, shape ``(num_steps,)``.
+        params_history: the free parameters per step, shape
+            ``(num_steps, p)``.
         names: names of the free parameters, e.g. ``".friction.fc"`` or
             ``".experiments.qd0[0, 0]"``.
-        values: fitted free parameters, shape ``(p,)``.
         stderr: their standard errors (Gauss–Newton), shape ``(p,)``; `NaN` where
             the Jacobian is rank deficient.
-        covariance: the covariance matrix of `values`, shape ``(p, p)``.
+        covariance: the covariance matrix of `params`, shape ``(p, p)``.
         stderr_model: standard errors as a tree like `model`, `None` at fixed
             leaves.
-        num_steps: optimiser steps taken.
-        converged: the least-squares stopping test passed (optax: `True` when
-            all steps ran).
+        num_steps, result, seconds: as in `AbstractMinimiseResult`.
         num_failed_solves: simulation windows that failed at `model`.
-        seconds: wall time of the fit (including compilation).
     """
 
     model: Model
-    loss: float
-    loss_history: np.ndarray
-    parameter_history: np.ndarray
+    params: np.ndarray
+    value: float
+    value_history: np.ndarray
+    params_history: np.ndarray
     names: tuple[str, ...]
-    values: np.ndarray
     stderr: np.ndarray
     covariance: np.ndarray
     stderr_model: Model
     num_steps: int
-    converged: bool
+    result: optx.RESULTS
     num_failed_solves: int
     seconds: float
 
@@ -111,7 +109,7 @@ class FitResult:
         """``{name: (value, standard error)}``."""
         return {
             n: (float(v), float(s))
-            for n, v, s in zip(self.names, self.values, self.stderr, strict=True)
+            for n, v, s in zip(self.names, self.params, self.stderr, strict=True)
         }
 
 
@@ -213,7 +211,7 @@ def fit(
     position_weight: Any = 1.0,
     velocity_weight: Any = 0.0,
     shooting: MultipleShooting | None = None,
-    simulate_options: dict[str, Any] | None = None,
+    simulate_options: SimulateOptions | None = None,
     jac: str = "fwd",
     chunk: int = 10,
     callback: Callable[[int, float], None] | None = None,
@@ -260,8 +258,9 @@ def fit(
         velocity_weight: weight ``w_v`` of velocity errors, s/m, shaped like
             `position_weight`; needs measured velocities when nonzero.
         shooting: `MultipleShooting` settings, or `None` for single shooting.
-        simulate_options: keywords for `jaxfric.simulate` (`rtol`, `atol`,
-            `dtmax`, `max_events`, `solver`, ...); values must be hashable.
+        simulate_options: the numerical options of the solves, a
+            `jaxfric.simulate.SimulateOptions` (`rtol`, `atol`, `dtmax`,
+            `max_events`, `solver`, ...).
         jac: ``"fwd"`` (forward mode, `diffrax.ForwardMode` in the solves) or
             ``"bwd"`` (reverse mode): how the least-squares Jacobians and the
             standard errors are computed (the solver's ``jac`` option).
@@ -347,15 +346,15 @@ def fit(
             return _report(*records, taken, bool(carry[3]), first)
 
         records, num_steps, stopped = run_chunks(advance, max_steps, chunk, callback)
+        result = optx.RESULTS.nonlinear_max_steps_reached
         if carry is None:  # max_steps = 0
             best_u, final_loss, num_failed, stats = u, np.nan, 0, {}
-            converged = False
         else:
-            y, dynamic, aux, _, result = carry
+            y, dynamic, aux, _, solver_result = carry
             best_u, (final_loss, num_failed), stats = least_squares_postprocess(
-                fn, args, optimizer, y, aux, dynamic, static, options, result
+                fn, args, optimizer, y, aux, dynamic, static, options, solver_result
             )
-            converged = stopped and bool(result == optx.RESULTS.successful)
+            result = solver_result if stopped else result
         if "jacobian" in stats:
             # The solver's Jacobian at the solution gives the covariance directly.
             scale = np.sqrt(problem.num_residuals)
@@ -376,7 +375,7 @@ def fit(
         records, num_steps, _ = run_chunks(advance, max_steps, chunk, callback)
         best = carry[2]
         best_u, final_loss, num_failed = best.params, best.value, 0
-        converged = True
+        result = optx.RESULTS.successful
     if stderr and jac_u is None:
         ok, residual, jac_u = _final(problem, best_u, jac)
         num_failed = int(np.sum(~np.asarray(ok)))
@@ -394,38 +393,37 @@ def fit(
     std = np.where(np.isfinite(variance), np.sqrt(np.abs(variance)), np.nan)
     return FitResult(
         model=rebuild(problem, decode(problem, best_u[0])),
-        loss=float(final_loss),
-        loss_history=np.concatenate([r[0] for r in records] or [np.zeros(0)]),
-        parameter_history=np.concatenate(
+        params=values,
+        value=float(final_loss),
+        value_history=np.concatenate([r[0] for r in records] or [np.zeros(0)]),
+        params_history=np.concatenate(
             [r[1] for r in records] or [np.zeros((0, values.size))]
         ),
         names=names,
-        values=values,
         stderr=std,
         covariance=covariance,
         stderr_model=stderr_model(problem, std),
         num_steps=num_steps,
-        converged=converged,
+        result=result,
         num_failed_solves=int(num_failed),
         seconds=time.perf_counter() - start,
     )
 
 
 def predict(
-    model: Model, simulate_options: dict[str, Any] | None = None
+    model: Model, simulate_options: SimulateOptions | None = None
 ) -> tuple[Float[Array, "b t dof"], Float[Array, "b t dof"]]:
     """Simulate every experiment of `model` over its whole record (single
     shooting), e.g. to plot measured against fitted trajectories.
 
     Args:
         model: a `Model` (e.g. `FitResult.model`).
-        simulate_options: keywords for `jaxfric.simulate`.
+        simulate_options: a `jaxfric.simulate.SimulateOptions`.
 
     Returns:
         Positions and velocities, shape ``(experiments, T, n)`` each.
     """
-    options = tuple(sorted((simulate_options or {}).items()))
-    return _predict(model, simulate_options_for(options, "eval"))
+    return _predict(model, check_options(simulate_options))
 
 
 @eqx.filter_jit

@@ -12,6 +12,7 @@ extra unknown tied to the previous window's end by a continuity penalty, or rese
 to the data. Experiments and windows are simulated together with `jax.vmap`.
 """
 
+import dataclasses
 from typing import Any
 
 import diffrax
@@ -23,11 +24,12 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array
 
+from .._minimise import check_options
 from ..friction._base import AbstractFrictionLaw
 from ..friction._coulomb import Coulomb, Stribeck
 from ..friction._lugre import LuGre
 from ..friction._regularized import Regularized
-from ..simulate import RESULTS, simulate
+from ..simulate import RESULTS, SimulateOptions, simulate
 from ..systems._base import AbstractSystem
 from ._experiment import Experiment, stack_experiments
 from ._linear import savgol
@@ -100,7 +102,7 @@ class Problem(eqx.Module):
     node_data: Any  # (q, qd) of shape (B, W-1, n) for data-reset nodes, else None
     num_residuals: int = eqx.field(static=True)  # counted entries (the loss's N)
     residual_size: int = eqx.field(static=True)  # length of the residual vector
-    simulate_options: tuple = eqx.field(static=True)
+    simulate_options: SimulateOptions
     num_unknowns: int = eqx.field(static=True)
     free_shapes: tuple = eqx.field(static=True)
     batching: str = eqx.field(static=True)
@@ -148,13 +150,12 @@ def _window_index(num_samples: int, num_windows: int) -> np.ndarray:
     return np.arange(num_windows)[:, None] * length + np.arange(length + 1)[None, :]
 
 
-def simulate_options_for(options: tuple, mode: str) -> tuple:
-    """`simulate` keywords for a pass in `mode` (``"fwd"``: forward-mode
-    derivatives; ``"bwd"``/``"eval"``: reverse mode or none)."""
-    names = {k for k, _ in options}
+def simulate_options_for(options: SimulateOptions, mode: str) -> SimulateOptions:
+    """The options of a pass in `mode` (``"fwd"``: forward-mode derivatives;
+    ``"bwd"``/``"eval"``: reverse mode or none)."""
     # Forward-mode Jacobians need `diffrax.ForwardMode` inside the solves.
-    if mode == "fwd" and "adjoint" not in names:
-        return tuple(sorted(options + (("adjoint", diffrax.ForwardMode()),)))
+    if mode == "fwd" and options.adjoint is None:
+        return dataclasses.replace(options, adjoint=diffrax.ForwardMode())
     return options
 
 
@@ -169,7 +170,7 @@ def simulate_window(system, friction, force, q0, qd0, ts, options):
         force=force,
         ts=ts,
         throw=False,
-        **dict(options),
+        options=options,
     )
     return sol.q, sol.qd, sol.result == RESULTS.successful
 
@@ -447,7 +448,7 @@ def build_problem(
     position_weight,
     velocity_weight,
     shooting: MultipleShooting | None,
-    simulate_options: dict[str, Any] | None,
+    simulate_options: SimulateOptions | None,
     batching: str = "vmap",
 ):
     """Check the inputs and build the `Problem` and the starting unknowns.
@@ -487,12 +488,6 @@ def build_problem(
         raise ValueError(
             "`velocity_weight` is nonzero but no velocities were measured."
         )
-    options = tuple(sorted((simulate_options or {}).items()))
-    try:
-        hash(options)
-    except TypeError as e:
-        raise TypeError(f"`simulate_options` values must be hashable: {e}") from e
-
     model = Model(system, friction, experiments)
     path_leaves, treedef = jtu.tree_flatten_with_path(model)
     paths = [jtu.keystr(p) for p, _ in path_leaves]
@@ -536,7 +531,7 @@ def build_problem(
         node_data=node_data,
         num_residuals=num_residuals,
         residual_size=residual_size,
-        simulate_options=options,
+        simulate_options=check_options(simulate_options),
         num_unknowns=len(names) + (0 if nodes is None else 2 * nodes[0].size),
         free_shapes=tuple(tuple(np.shape(leaves[i])) for i in free_index),
         batching=batching,

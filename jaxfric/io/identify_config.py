@@ -28,8 +28,8 @@ A configuration::
     continuity_weight = 10.0
     jac = "fwd"              # optional: "fwd" or "bwd"
 
-    [simulate]               # optional: rtol, atol, dtmax, dt0, max_steps,
-    rtol = 1e-10             # max_events, solver (keywords of `simulate`)
+    [simulate]               # optional: the `SimulateOptions` (rtol, atol,
+    rtol = 1e-10             # dtmax, dt0, max_steps, max_events, solver, ...)
 
     [true]                   # optional: known values, reported next to the fit
     "friction.fc" = 1.0
@@ -74,14 +74,17 @@ from ..identify import (
     stack_experiments,
     synthesize_record,
 )
+from ..simulate import SimulateOptions
 from ._tables import check_sections, resolve_path
 from .config import (
+    OPTION_KINDS,
     ConfigError,
     build,
     check_finite_keys,
     check_ranges,
     parse_simulate,
     read_toml,
+    simulate_options,
 )
 from .records import load_record
 
@@ -123,7 +126,6 @@ EXPERIMENT_RANGES: dict[str, tuple[float, bool]] = {
     "t1": (0.0, True),  # synthetic records run from t = 0
     "num_samples": (2.0, False),
 }
-SIMULATE_OPTIONS = ("rtol", "atol", "dtmax", "dt0", "max_steps", "max_events", "solver")
 EXPERIMENT_KEYS = ("file", "force", "q0", "qd0", "t1", "num_samples")
 SYNTHETIC_KEYS = ("noise", "seed", "friction", "system")
 
@@ -137,7 +139,7 @@ class IdentifyConfig:
     experiments: list[Experiment]
     free: tuple[str, ...]
     fit_kwargs: dict[str, Any]
-    simulate_options: dict[str, Any]
+    simulate_options: SimulateOptions
     true: dict[str, float]
     records: list[Record]
     raw: dict[str, Any]
@@ -205,12 +207,11 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     if "free" not in ident or not ident["free"]:
         raise ConfigError("[identify]: missing key 'free' (the unknowns).")
 
-    options = {}
+    options = SimulateOptions()
     if "simulate" in data:
-        _check_keys(data["simulate"], SIMULATE_OPTIONS, "[simulate]")
-        options = parse_simulate({**data["simulate"], "t1": 1.0})
-        for key in ("t1", "q0", "qd0"):
-            options.pop(key)
+        # The options only: the experiments give the times and initial states.
+        _check_keys(data["simulate"], OPTION_KINDS, "[simulate]")
+        options = simulate_options(parse_simulate({**data["simulate"], "t1": 1.0}))
 
     synthetic = data.get("synthetic")
     if synthetic is not None:
@@ -382,8 +383,8 @@ def report(cfg: IdentifyConfig, result: FitResult, wall: float) -> dict[str, Any
         params[p] = entry
     return dict(
         parameters=params,
-        loss=result.loss,
-        loss_history=result.loss_history,
+        loss=result.value,
+        loss_history=result.value_history,
         num_steps=result.num_steps,
         converged=result.converged,
         num_failed_solves=result.num_failed_solves,
@@ -410,8 +411,8 @@ def plot(cfg: IdentifyConfig, result: FitResult, q_fit, path: Path) -> Path:
             ax.plot(record.ts, np.asarray(q_fit[b, :, j]), "-", color=color, lw=1)
     ax.set(xlabel="t (s)", ylabel="q", title="measured (dots) and fitted (lines)")
     ax = axes[1]
-    steps = np.arange(1, len(result.loss_history) + 1)
-    ax.semilogy(steps, result.loss_history, "k-", label="loss")
+    steps = np.arange(1, len(result.value_history) + 1)
+    ax.semilogy(steps, result.value_history, "k-", label="loss")
     if cfg.true:
         names = list(result.names)
         for p, true in cfg.true.items():
@@ -421,7 +422,7 @@ def plot(cfg: IdentifyConfig, result: FitResult, q_fit, path: Path) -> Path:
                 np.size(resolve_path(result.model, f))
                 for f in cfg.free[: cfg.free.index(p)]
             )
-            cols = result.parameter_history[:, start : start + np.size(true)]
+            cols = result.params_history[:, start : start + np.size(true)]
             err = np.abs(cols - np.ravel(true)) / np.maximum(
                 np.abs(np.ravel(true)), 1e-300
             )

@@ -60,6 +60,7 @@ from .config import (
     check_ranges,
     parse_simulate,
     read_toml,
+    simulate_options,
 )
 
 SECTIONS = (
@@ -290,7 +291,7 @@ def parse_optimize_config(data: Mapping[str, Any]) -> OptimizeConfig:
             loss,
             where=parameter_selector(names),
             limits=limits,
-            simulate_options=sim,
+            simulate_options=simulate_options(sim),
             **problem_kwargs,
         )
     except (TypeError, ValueError) as e:

@@ -4,6 +4,7 @@ chunks of compiled steps, best iterate kept, failed solves not stepped from,
 progress through a callback), batches of initial guesses with `vmap`,
 projection."""
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,10 +13,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
 from .._check import as_float, check_finite, is_concrete
-from .._minimise import Best, host, optax_chunk, run_chunks, strong
+from .._minimise import (
+    AbstractMinimiseResult,
+    Best,
+    host,
+    optax_chunk,
+    run_chunks,
+    strong,
+)
 from .._types import Scalar
 from ..forces._base import AbstractForce
 from ..simulate._solution import Solution
@@ -53,48 +62,51 @@ class Box(eqx.Module):
         return jax.tree.map(lambda p: jnp.clip(p, self.lower, self.upper), params)
 
 
-class OptimizeResult(eqx.Module):
+class OptimizeResult(AbstractMinimiseResult):
     """What `optimize` returns.
 
     Attributes:
         params: the best decision variables found (lowest objective among the
             iterates whose solve succeeded, over every batch member).
+        value: the objective there, ``loss + penalty``.
+        value_history: the objective at every iterate, shape
+            ``(num_steps + 1,)`` (``(batch, num_steps + 1)`` for a batch; entry
+            ``k`` is the value at the ``k``-th iterate, the last one at the
+            final iterate); ``nan`` where the solve failed.
+        aux_history: the same for ``loss``, ``penalty``, ``violation`` and
+            ``success``.
+        num_steps, result, seconds: as in `AbstractMinimiseResult` (an optax
+            run spends its budget: `result` is `successful`).
         force: the applied force built from `params`.
         solution: the simulation at `params`.
-        value: the objective there, ``loss + penalty``.
         loss: the user loss there.
         penalty: the sum of the limit penalties there.
         violation: the largest excess over every `AbstractLimit` there (0 when
             the limits hold at the saved times).
         success: whether the simulation at `params` succeeded.
-        history: the objective at every iterate, shape ``(num_steps + 1,)``
-            (``(batch, num_steps + 1)`` for a batch; entry ``k`` is the value at
-            the ``k``-th iterate, the last one at the final iterate); ``nan``
-            where the solve failed.
-        history_aux: the same for ``loss``, ``penalty``, ``violation`` and
-            ``success``.
         final_params: the last iterate (batched for a batch).
         member_values: best objective of each batch member, shape ``(batch,)``;
             `None` for a single start.
         best_index: the batch member `params` comes from (`None` for a single
             start).
-        num_steps: optimiser steps taken.
     """
 
     params: Any
+    value: Float[Array, ""]
+    value_history: np.ndarray
+    aux_history: dict[str, np.ndarray]
+    num_steps: int
+    result: optx.RESULTS
+    seconds: float
     force: AbstractForce
     solution: Solution
-    value: Float[Array, ""]
     loss: Float[Array, ""]
     penalty: Float[Array, ""]
     violation: Float[Array, ""]
     success: bool
-    history: np.ndarray
-    history_aux: dict[str, np.ndarray]
     final_params: Any
     member_values: np.ndarray | None
     best_index: int | None
-    num_steps: int
 
 
 def _mapped(fn, batched: bool, n_shared: int):
@@ -214,6 +226,7 @@ def optimize(
     Returns:
         An `OptimizeResult`.
     """
+    start = time.perf_counter()
     if not isinstance(problem, Problem):
         raise TypeError(f"`problem` must be a Problem; got {type(problem).__name__}.")
     if not isinstance(optimizer, optax.GradientTransformation):
@@ -281,23 +294,24 @@ def optimize(
         best_params, value, aux, sol = pick((best.params, value, aux, sol))
 
     history = _stack_history([r[0] for r in records], batched)
-    history_aux = {k: _stack_history([r[1][k] for r in records], batched) for k in aux}
-    history = np.where(history_aux["success"], history, np.nan)
+    aux_history = {k: _stack_history([r[1][k] for r in records], batched) for k in aux}
     return OptimizeResult(
         params=best_params,
+        value=value,
+        value_history=np.where(aux_history["success"], history, np.nan),
+        aux_history=aux_history,
+        num_steps=num_steps,
+        result=optx.RESULTS.successful,
+        seconds=time.perf_counter() - start,
         force=problem.build(best_params),
         solution=sol,
-        value=value,
         loss=aux["loss"],
         penalty=aux["penalty"],
         violation=aux["violation"],
         success=bool(aux["success"]),
-        history=history,
-        history_aux=history_aux,
         final_params=params,
         member_values=member_values,
         best_index=index,
-        num_steps=num_steps,
     )
 
 

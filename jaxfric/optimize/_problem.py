@@ -10,7 +10,7 @@ f.reference.b)``).
 """
 
 import abc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import equinox as eqx
@@ -19,26 +19,13 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
 from .._check import as_float, check_range
+from .._minimise import check_options
 from .._types import Scalar
 from ..forces._base import AbstractForce
 from ..friction._base import AbstractFrictionLaw
+from ..simulate import RESULTS, SimulateOptions, Solution, simulate
 from ..simulate._common import save_times
-from ..simulate._simulate import simulate
-from ..simulate._solution import RESULTS, Solution
 from ..systems._base import AbstractSystem
-
-# Keywords of `jaxfric.simulate` a `Problem` passes through.
-SIMULATE_OPTIONS = (
-    "solver",
-    "rtol",
-    "atol",
-    "dt0",
-    "dtmax",
-    "jump_ts",
-    "max_steps",
-    "max_events",
-    "friction_state0",
-)
 
 
 def applied_force(sol: Solution, force: AbstractForce) -> Float[Array, "t dof"]:
@@ -226,9 +213,9 @@ class Problem(eqx.Module):
             uniform times.
         num_save: number of uniform saved times when `ts` is `None`.
         limits: `AbstractLimit` penalties (`TorqueLimit`, `VelocityLimit`).
-        simulate_options: more keywords of `jaxfric.simulate` (``rtol``,
-            ``atol``, ``dtmax``, ``jump_ts``, ``max_events``, ``max_steps``,
-            ``solver``, ...).
+        simulate_options: the numerical options of the solve, a
+            `jaxfric.simulate.SimulateOptions` (``rtol``, ``atol``, ``dtmax``,
+            ``jump_ts``, ``max_events``, ``max_steps``, ``solver``, ...).
     """
 
     system: AbstractSystem
@@ -242,7 +229,7 @@ class Problem(eqx.Module):
     t0: float
     ts: Float[Array, " t"]
     limits: tuple[AbstractLimit, ...]
-    simulate_options: dict[str, Any]
+    simulate_options: SimulateOptions
 
     def __init__(
         self,
@@ -259,19 +246,12 @@ class Problem(eqx.Module):
         ts: ArrayLike | None = None,
         num_save: int = 201,
         limits: tuple[AbstractLimit, ...] | list[AbstractLimit] = (),
-        simulate_options: Mapping[str, Any] | None = None,
+        simulate_options: SimulateOptions | None = None,
     ):
         if not isinstance(force, AbstractForce):
             raise TypeError(
                 "`force` must be a jaxfric.forces force holding the decision "
                 f"variables; got {type(force).__name__}."
-            )
-        options = dict(simulate_options or {})
-        unknown = sorted(set(options) - set(SIMULATE_OPTIONS))
-        if unknown:
-            raise ValueError(
-                f"unknown `simulate_options` {unknown}; allowed: "
-                f"{', '.join(SIMULATE_OPTIONS)}."
             )
         for limit in limits:
             if not isinstance(limit, AbstractLimit):
@@ -291,7 +271,7 @@ class Problem(eqx.Module):
         self.t0 = float(t0)
         self.ts = save_times(self.t0, self.t1, ts, num_save)
         self.limits = tuple(limits)
-        self.simulate_options = options
+        self.simulate_options = check_options(simulate_options)
         leaves = jax.tree.leaves(self.initial_params())
         if not leaves or not all(eqx.is_inexact_array(x) for x in leaves):
             raise ValueError(
@@ -329,7 +309,7 @@ class Problem(eqx.Module):
             force=force,
             ts=self.ts,
             throw=False,
-            **self.simulate_options,
+            options=self.simulate_options,
         )
 
     def objective(

@@ -23,7 +23,7 @@ def summary(result: OptimizeResult, problem: Problem) -> dict[str, Any]:
         A dict of plain Python values and numpy arrays.
     """
     sol = result.solution
-    history = np.asarray(result.history)
+    history = np.asarray(result.value_history)
     first = history[..., 0]
     return {
         "success": bool(result.success),
@@ -63,7 +63,7 @@ def plot_history(result: OptimizeResult, *, title: str | None = None):
 
     fig = Figure(figsize=(7.0, 4.0), layout="constrained")
     ax = fig.subplots()
-    history = np.atleast_2d(np.asarray(result.history))
+    history = np.atleast_2d(np.asarray(result.value_history))
     for i, row in enumerate(history):
         best = result.best_index is None or i == result.best_index
         ax.semilogy(
