@@ -227,9 +227,19 @@ def test_fit_input_errors(kwargs, error, match):
         fit(SYSTEM, START, _exp(), **kwargs)
 
 
-def test_static_start_not_above_kinetic_is_rejected():
+@pytest.mark.parametrize(
+    "law",
+    [
+        jf.Stribeck(fc=1.0, fs=1.0, vs=0.1),
+        jf.Regularized(jf.Coulomb(1.0), eps=0.05),
+        jf.Karnopp(0.01, None, jf.Coulomb(1.0)),
+    ],
+)
+def test_static_start_not_above_kinetic_is_rejected(law):
+    # The order a law declares (`ordered_levels`: fs >= fc) gives fs its AtLeast
+    # transform, also for a law held inside another.
     with pytest.raises(ValueError, match="fs.*AtLeast"):
-        fit(SYSTEM, jf.Stribeck(fc=1.0, fs=1.0, vs=0.1), _exp(), free=FREE)
+        fit(SYSTEM, law, _exp(), free=lambda m: m.friction)
 
 
 # ---------------------------------------------------------------------------

@@ -64,6 +64,9 @@ class Coulomb(AbstractSetValuedLaw):
             AtLeast("fs", self.fs, "fc", self.fc),
         )
 
+    def ordered_levels(self):
+        return (("fs", "fc"),)
+
     def slip_force(self, slip_velocity, direction) -> SlipVector:
         v = jnp.asarray(slip_velocity)
         viscous = 0.0 * v if self.fv is None else self.fv * v
@@ -160,6 +163,9 @@ class Stribeck(AbstractSetValuedLaw):
             InRange("fv", self.fv, lower=0.0),
             InRange("delta", self.delta, lower=0.0, lower_open=True),
         )
+
+    def ordered_levels(self):
+        return (("fs", "fc"),)
 
     def stribeck_curve(self, slip_velocity) -> SlipVector:
         """``g(v) = fc + (fs − fc)·exp(−|v/vs|^delta)``, N or N·m (>= 0)."""

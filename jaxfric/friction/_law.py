@@ -26,6 +26,15 @@ class AbstractFrictionLaw(eqx.Module):
         """
         return ()
 
+    def ordered_levels(self) -> tuple[tuple[str, str], ...]:
+        """Pairs ``(upper, lower)`` of this law's own parameter fields whose
+        order is part of the law: a static limit at least the kinetic level
+        (Karnopp 1985; Farhat et al. 2010, Eq. 5). Identification keeps each
+        pair ordered through a fit (`jaxfric.identify.AtLeast`); a law held in
+        a field declares its own. Default: none.
+        """
+        return ()
+
     def __check_init__(self):
         # Runs after the subclass's own (shape) checks: equinox calls every
         # class's `__check_init__` along the MRO.

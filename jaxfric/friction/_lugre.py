@@ -80,6 +80,9 @@ class LuGre(AbstractDynamicLaw):
             InRange("vs", self.vs, lower=0.0, lower_open=True),
         )
 
+    def ordered_levels(self):
+        return (("fs", "fc"),)
+
     @classmethod
     def from_friction_coefficients(
         cls, mu_s, mu_d, sigma0, sigma1, sigma2, vs, normal_load

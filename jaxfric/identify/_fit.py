@@ -235,9 +235,9 @@ def fit(
             Default: every number of the friction law.
         transforms: ``(where, transform)`` pairs overriding the defaults:
             `Positive` for system and friction numbers, `Identity` for initial
-            states and forces, and ``fs = fc + softplus(u)`` (`AtLeast`) for the
-            static level of `Coulomb`, `Stribeck` and `LuGre` (also inside
-            `Regularized`).
+            states and forces, and ``upper = lower + softplus(u)`` (`AtLeast`)
+            for the pairs a law orders (``ordered_levels()``: ``fs >= fc`` of
+            `Coulomb`, `Stribeck` and `LuGre`, also inside a wrapping law).
         optimizer: ``"lm"`` (default: the built-in `LevenbergMarquardt`; on
             ``experiments/bench_identify.py``'s Stribeck problem within 2 % in
             7 steps and 0.1 % at convergence, where Adam is 186 % off after

@@ -26,9 +26,6 @@ from jaxtyping import Array
 
 from .._minimise import check_options
 from ..friction._base import AbstractFrictionLaw
-from ..friction._coulomb import Coulomb, Stribeck
-from ..friction._lugre import LuGre
-from ..friction._regularized import Regularized
 from ..simulate import RESULTS, SimulateOptions, simulate
 from ..systems._base import AbstractSystem
 from ._experiment import Experiment, stack_experiments
@@ -309,27 +306,35 @@ def _free_indices(free, model, treedef, leaves, paths) -> list[int]:
     return indices
 
 
-def _default_transforms(model, free_index, paths, treedef, n_leaves) -> dict:
+def _nested_laws(where, law):
+    """``(where, law)`` for `law` and every law held in its fields (the law
+    inside `Regularized` or `Karnopp`), `where` selecting it in a `Model`."""
+    yield where, law
+    for field in dataclasses.fields(law):
+        inner = getattr(law, field.name)
+        if isinstance(inner, AbstractFrictionLaw):
+            select = lambda m, w=where, n=field.name: getattr(w(m), n)
+            yield from _nested_laws(select, inner)
+
+
+def _default_transforms(model, free_index, treedef, n_leaves) -> dict:
     n_physical = len(jtu.tree_leaves((model.system, model.friction)))
     transforms: dict[int, AbstractTransform] = {
         i: Positive() if i < n_physical else Identity() for i in free_index
     }
-    # Static limit above the kinetic level (Karnopp 1985; Farhat Eq. 5), for a
-    # law with both levels, also inside a `Regularized` wrapper.
-    laws = [lambda m: m.friction]
-    if isinstance(model.friction, Regularized):
-        laws.append(lambda m: m.friction.law)
-    for law in laws:
-        if isinstance(law(model), Coulomb | Stribeck | LuGre):
-            (fs,) = _leaf_indices(lambda m, w=law: w(m).fs, treedef, n_leaves, "fs")
-            (fc,) = _leaf_indices(lambda m, w=law: w(m).fc, treedef, n_leaves, "fc")
-            if fs in transforms and fs != fc:
-                transforms[fs] = AtLeast(reference=fc)
+    # The orders the laws declare (a static limit above the kinetic level).
+    for where, law in _nested_laws(lambda m: m.friction, model.friction):
+        for upper, lower in law.ordered_levels():
+            select = lambda name, w=where: lambda m: getattr(w(m), name)
+            (hi,) = _leaf_indices(select(upper), treedef, n_leaves, upper)
+            (lo,) = _leaf_indices(select(lower), treedef, n_leaves, lower)
+            if hi in transforms and hi != lo:
+                transforms[hi] = AtLeast(reference=lo)
     return transforms
 
 
 def _resolve_transforms(user, model, free_index, leaves, paths, treedef):
-    transforms = _default_transforms(model, free_index, paths, treedef, len(leaves))
+    transforms = _default_transforms(model, free_index, treedef, len(leaves))
     for where, transform in user or ():
         if not isinstance(transform, AbstractTransform):
             raise TypeError(
