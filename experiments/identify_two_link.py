@@ -5,7 +5,7 @@ The arm is `jaxfric.systems.TwoLinkArm` in a horizontal plane (no gravity),
 links of 1 kg, 0.5 m (centres of mass at mid-length, 0.02 kg·m²), with
 symmetric Coulomb + viscous friction per joint, ``f_i = fc_i·sgn(q̇_i) + fv_i·q̇_i``
 and stuck while ``|f_i| <= fc_i`` (Farhat et al. 2010, Eq. 4 with
-``F_c^+ = F_c^-``; `SymmetricCoulombViscous` of `optimal_excitation.py`),
+``F_c^+ = F_c^-``; `jaxfric.Coulomb` with ``static_ratio=1``),
 different per joint: fc = (0.3, 0.15) N·m, fv = (0.1, 0.05) N·m·s/rad. The same
 friction parameters as `optimal_excitation.py`.
 
@@ -51,7 +51,6 @@ from _common import (
 enable_float64()
 
 import jax.numpy as jnp  # noqa: E402
-from optimal_excitation import SymmetricCoulombViscous  # noqa: E402
 
 import jaxfric as jf  # noqa: E402
 from jaxfric.identify import Experiment, LevenbergMarquardt, fit, predict  # noqa: E402
@@ -61,7 +60,7 @@ PARAMS = ("fc[0]", "fc[1]", "fv[0]", "fv[1]")
 
 
 def law(theta):
-    return SymmetricCoulombViscous(theta[:2], theta[2:])
+    return jf.Coulomb(theta[:2], fv=theta[2:], static_ratio=1.0)
 
 
 def free(model):

@@ -76,45 +76,19 @@ enable_float64()
 import jaxfric as jf  # noqa: E402
 import jaxfric.identify as ji  # noqa: E402
 import jaxfric.optimize as jo  # noqa: E402
-from jaxfric._check import as_float, check_range  # noqa: E402
-from jaxfric.friction import AbstractSetValuedLaw  # noqa: E402
+from jaxfric._check import as_float  # noqa: E402
 from jaxfric.io import build  # noqa: E402
 
 NAME = "optimal_excitation"
 PARAM_NAMES = ("fc1", "fc2", "fv1", "fv2")
 
 
-class SymmetricCoulombViscous(AbstractSetValuedLaw):
-    """Coulomb + viscous joint friction, symmetric (Farhat et al. 2010, Eq. 4
-    with ``F_c^+ = F_c^-`` and ``F_v^+ = F_v^-``): ``f = fc·d + fv·v`` while
-    slipping in direction ``d``; stuck while ``|f| <= fc``.
-
-    The law of ``jf.Coulomb(fc, fv=fv)`` with the static limit tied to the
-    Coulomb level: `jf.Coulomb` keeps ``fs`` a leaf of its own, which selecting
-    ``(fc, fv)`` as free parameters would hold at its start value.
-
-    Args:
-        fc: Coulomb level per joint, N·m, ``>= 0``.
-        fv: viscous coefficient per joint, N·m·s/rad, ``>= 0``.
-    """
-
-    fc: jax.Array = eqx.field(converter=as_float)
-    fv: jax.Array = eqx.field(converter=as_float)
-
-    def __check_init__(self):
-        check_range("fc", self.fc, lower=0.0)
-        check_range("fv", self.fv, lower=0.0)
-
-    def slip_force(self, slip_velocity, direction):
-        return self.fc * jnp.asarray(direction) + self.fv * jnp.asarray(slip_velocity)
-
-    def breakaway(self, direction):
-        return jnp.broadcast_to(self.fc, jnp.shape(direction)).astype(float)
-
-
 def law_of(theta):
-    """``θ = (fc_1, fc_2, fv_1, fv_2)`` -> the friction law."""
-    return SymmetricCoulombViscous(theta[:2], theta[2:])
+    """``θ = (fc_1, fc_2, fv_1, fv_2)`` -> the friction law: symmetric Coulomb
+    + viscous per joint, stuck while ``|f| <= fc`` (Farhat et al. 2010, Eq. 4
+    with ``F_c^+ = F_c^-``), the static limit tied to the Coulomb level
+    (``static_ratio=1``), so identifying ``fc`` moves it too."""
+    return jf.Coulomb(theta[:2], fv=theta[2:], static_ratio=1.0)
 
 
 def _where(force):

@@ -110,11 +110,40 @@ def test_stribeck_gradient_finite_at_zero():
         (lambda: jf.Stribeck(1.0, 1.5, 0.0), "`vs` must lie in (0.0, inf]"),
         (lambda: jf.Stribeck(1.0, 1.5, 0.1, fv=-1.0), "`fv` must lie"),
         (lambda: jf.Stribeck(1.0, 1.5, 0.1, delta=0.0), "`delta` must lie in (0.0"),
+        (lambda: jf.Coulomb(1.0, static_ratio=0.9), "`static_ratio` must lie in [1.0"),
+        (lambda: jf.Coulomb(1.0, 1.5, static_ratio=1.5), "`fs` or `static_ratio`"),
+        (lambda: jf.Stribeck(1.0, vs=0.1, static_ratio=np.nan), "`static_ratio` must"),
     ],
 )
 def test_coulomb_family_validation(make, match):
     with _raises(match):
         make()
+
+
+@pytest.mark.parametrize(
+    ("tied", "free"),
+    [
+        (
+            jf.Coulomb([1.0, 2.0], fv=0.3, static_ratio=1.5),
+            jf.Coulomb([1.0, 2.0], [1.5, 3.0], 0.3),
+        ),
+        (
+            jf.Stribeck([1.0, 2.0], vs=0.1, fv=0.3, static_ratio=1.5),
+            jf.Stribeck([1.0, 2.0], [1.5, 3.0], 0.1, fv=0.3),
+        ),
+    ],
+)
+def test_static_ratio_ties_the_static_level(tied, free):
+    # The law with fs = static_ratio·fc written out is the reference.
+    v, d = jnp.array([0.05, -0.2]), jnp.array([1.0, -1.0])
+    np.testing.assert_allclose(tied.breakaway(d), free.breakaway(d), rtol=FORMULA_RTOL)
+    np.testing.assert_allclose(
+        tied.slip_force(v, d), free.slip_force(v, d), rtol=FORMULA_RTOL
+    )
+    # No leaf of its own: the static level follows fc under differentiation.
+    assert tied.fs is None and tied.ordered_levels() == ()
+    grad = jax.grad(lambda fc: jnp.sum(jf.Coulomb(fc, static_ratio=1.5).breakaway(d)))
+    np.testing.assert_allclose(grad(1.0), 3.0, rtol=FORMULA_RTOL)
 
 
 # ----------------------------------------------------------------------------------

@@ -4,31 +4,20 @@ plane) recovered from noiseless joint angles of a short PD-tracked record to
 1e-6 relative, from a start 50 % off in both directions (the issue's bar; the
 reference is the parameter set the data were simulated with)."""
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jaxfric as jf
-from jaxfric._check import as_float
-from jaxfric.friction import AbstractSetValuedLaw
 from jaxfric.identify import Experiment, fit
 
 jax.config.update("jax_enable_x64", True)
 
 
-class _CoulombViscous(AbstractSetValuedLaw):
+def _law(theta):
     """``f = fc·d + fv·v`` slipping, stuck while ``|f| <= fc`` (Farhat Eq. 4,
-    symmetric), one entry per joint."""
-
-    fc: jax.Array = eqx.field(converter=as_float)
-    fv: jax.Array = eqx.field(converter=as_float)
-
-    def slip_force(self, slip_velocity, direction):
-        return self.fc * jnp.asarray(direction) + self.fv * jnp.asarray(slip_velocity)
-
-    def breakaway(self, direction):
-        return jnp.broadcast_to(self.fc, jnp.shape(direction)).astype(float)
+    symmetric), one entry per joint: the static limit tied to ``fc``."""
+    return jf.Coulomb(theta[:2], fv=theta[2:], static_ratio=1.0)
 
 
 def test_two_link_noiseless_recovery_per_joint():
@@ -42,7 +31,7 @@ def test_two_link_noiseless_recovery_per_joint():
     force = jf.forces.PD(ref, kp=jnp.array([2.0, 1.0]), kd=jnp.array([0.2, 0.1]))
     ts = np.linspace(0.0, 1.2, 25)
     sol = jf.simulate(
-        arm, _CoulombViscous(truth[:2], truth[2:]), jnp.zeros(2), jnp.zeros(2),
+        arm, _law(truth), jnp.zeros(2), jnp.zeros(2),
         1.2, ts=ts, force=force,
     )  # fmt: skip
     # Both joints stick and slip in the record.
@@ -51,7 +40,7 @@ def test_two_link_noiseless_recovery_per_joint():
     start = truth * np.array([1.5, 0.5, 0.5, 1.5])
     result = fit(
         arm,
-        _CoulombViscous(start[:2], start[2:]),
+        _law(start),
         Experiment(ts, sol.q, force=force, q0=jnp.zeros(2), qd0=jnp.zeros(2)),
         free=lambda m: (m.friction.fc, m.friction.fv),
         optimizer="lm",

@@ -23,6 +23,29 @@ def _positive_power(x, p):
     return jnp.where(positive, safe**p, 0.0)
 
 
+def _static_field(fc, fs, static_ratio):
+    """The `fs` field: `fs`, or `fc` when neither `fs` nor `static_ratio` is
+    given, or `None` (no leaf) when the static level is tied to `fc`."""
+    if fs is not None and static_ratio is not None:
+        raise ValueError("give `fs` or `static_ratio`, not both.")
+    return fc if fs is None and static_ratio is None else fs
+
+
+def _static_level(law) -> Float[Array, "..."]:
+    """The static limit, N or N·m: `fs`, or ``static_ratio·fc``."""
+    return law.fs if law.static_ratio is None else law.static_ratio * law.fc
+
+
+def _static_checks(law) -> tuple:
+    """The static level's ranges: ``fs >= fc >= 0``, or ``static_ratio >= 1``."""
+    if law.static_ratio is not None:
+        return (InRange("static_ratio", law.static_ratio, lower=1.0),)
+    return (
+        InRange("fs", law.fs, lower=0.0),
+        AtLeast("fs", law.fs, "fc", law.fc),
+    )
+
+
 class Coulomb(AbstractSetValuedLaw):
     """Coulomb friction with an optional static (breakaway) level and an
     optional viscous term.
@@ -39,33 +62,35 @@ class Coulomb(AbstractSetValuedLaw):
         fv: viscous coefficient, N·s/m or N·m·s/rad, ``>= 0``; default `None`,
             no viscous term (and no `fv` leaf, so identification does not fit
             one).
+        static_ratio: instead of `fs`, the static limit as a multiple of the
+            kinetic level, ``fs = static_ratio·fc``, ``>= 1`` (Karnopp's
+            breakaway ``FH`` at a fixed ratio above ``FC``; 1 for a limit equal
+            to it). The static limit then has no leaf of its own: it follows
+            `fc` when `fc` is identified.
     """
 
     fc: Float[Array, "..."] = eqx.field(converter=as_float)
-    fs: Float[Array, "..."] = eqx.field(converter=as_float)
+    fs: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
     fv: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
+    static_ratio: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
 
-    def __init__(self, fc, fs=None, fv=None):
+    def __init__(self, fc, fs=None, fv=None, static_ratio=None):
         self.fc = fc
-        self.fs = fc if fs is None else fs
+        self.fs = _static_field(fc, fs, static_ratio)
         self.fv = fv
+        self.static_ratio = static_ratio
 
     def __check_init__(self):
-        levels = {"fc": self.fc, "fs": self.fs}
-        if self.fv is not None:
-            levels["fv"] = self.fv
-        check_broadcastable(levels)
+        levels = {"fc": self.fc, "fs": self.fs, "fv": self.fv}
+        levels["static_ratio"] = self.static_ratio
+        check_broadcastable({k: v for k, v in levels.items() if v is not None})
 
     def parameter_checks(self):
         viscous = () if self.fv is None else (InRange("fv", self.fv, lower=0.0),)
-        return viscous + (
-            InRange("fc", self.fc, lower=0.0),
-            InRange("fs", self.fs, lower=0.0),
-            AtLeast("fs", self.fs, "fc", self.fc),
-        )
+        return viscous + (InRange("fc", self.fc, lower=0.0),) + _static_checks(self)
 
     def ordered_levels(self):
-        return (("fs", "fc"),)
+        return () if self.fs is None else (("fs", "fc"),)
 
     def slip_force(self, slip_velocity, direction) -> SlipVector:
         v = jnp.asarray(slip_velocity)
@@ -73,7 +98,8 @@ class Coulomb(AbstractSetValuedLaw):
         return self.fc * jnp.asarray(direction) + viscous
 
     def breakaway(self, direction) -> SlipVector:
-        return jnp.broadcast_to(self.fs, jnp.shape(direction)).astype(float)
+        level = _static_level(self)
+        return jnp.broadcast_to(level, jnp.shape(direction)).astype(float)
 
 
 class CoulombViscous(AbstractSetValuedLaw):
@@ -131,50 +157,60 @@ class Stribeck(AbstractSetValuedLaw):
 
     Args:
         fc: Coulomb (kinetic) level, N or N·m, ``>= 0``.
-        fs: static level, N or N·m, ``>= fc``.
+        fs: static level, N or N·m, ``>= fc``; defaults to `fc`.
         vs: Stribeck velocity, m/s or rad/s, ``> 0``.
         fv: viscous coefficient, N·s/m or N·m·s/rad, ``>= 0``.
         delta: Stribeck shape exponent, ``> 0`` (2 is Gaussian).
+        static_ratio: instead of `fs`, ``fs = static_ratio·fc``, ``>= 1`` (as
+            for `Coulomb`: the static level follows `fc` when it is identified).
     """
 
     fc: Float[Array, "..."] = eqx.field(converter=as_float)
-    fs: Float[Array, "..."] = eqx.field(converter=as_float)
+    fs: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
     vs: Float[Array, "..."] = eqx.field(converter=as_float)
-    fv: Float[Array, "..."] = eqx.field(converter=as_float, default=0.0)
-    delta: Float[Array, "..."] = eqx.field(converter=as_float, default=2.0)
+    fv: Float[Array, "..."] = eqx.field(converter=as_float)
+    delta: Float[Array, "..."] = eqx.field(converter=as_float)
+    static_ratio: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
+
+    def __init__(self, fc, fs=None, vs=None, fv=0.0, delta=2.0, static_ratio=None):
+        if vs is None:
+            raise TypeError("Stribeck needs the Stribeck velocity `vs`.")
+        self.fc = fc
+        self.fs = _static_field(fc, fs, static_ratio)
+        self.vs = vs
+        self.fv = fv
+        self.delta = delta
+        self.static_ratio = static_ratio
 
     def __check_init__(self):
-        check_broadcastable(
-            {
-                "fc": self.fc,
-                "fs": self.fs,
-                "vs": self.vs,
-                "fv": self.fv,
-                "delta": self.delta,
-            }
-        )
+        levels = {"fc": self.fc, "fs": self.fs, "vs": self.vs, "fv": self.fv}
+        levels.update(delta=self.delta, static_ratio=self.static_ratio)
+        check_broadcastable({k: v for k, v in levels.items() if v is not None})
 
     def parameter_checks(self):
         return (
-            InRange("fc", self.fc, lower=0.0),
-            InRange("fs", self.fs, lower=0.0),
-            AtLeast("fs", self.fs, "fc", self.fc),
-            InRange("vs", self.vs, lower=0.0, lower_open=True),
-            InRange("fv", self.fv, lower=0.0),
-            InRange("delta", self.delta, lower=0.0, lower_open=True),
+            (InRange("fc", self.fc, lower=0.0),)
+            + _static_checks(self)
+            + (
+                InRange("vs", self.vs, lower=0.0, lower_open=True),
+                InRange("fv", self.fv, lower=0.0),
+                InRange("delta", self.delta, lower=0.0, lower_open=True),
+            )
         )
 
     def ordered_levels(self):
-        return (("fs", "fc"),)
+        return () if self.fs is None else (("fs", "fc"),)
 
     def stribeck_curve(self, slip_velocity) -> SlipVector:
         """``g(v) = fc + (fs − fc)·exp(−|v/vs|^delta)``, N or N·m (>= 0)."""
         x = jnp.abs(jnp.asarray(slip_velocity) / self.vs)
-        return self.fc + (self.fs - self.fc) * jnp.exp(-_positive_power(x, self.delta))
+        hump = _static_level(self) - self.fc
+        return self.fc + hump * jnp.exp(-_positive_power(x, self.delta))
 
     def slip_force(self, slip_velocity, direction) -> SlipVector:
         v = jnp.asarray(slip_velocity)
         return jnp.asarray(direction) * self.stribeck_curve(v) + self.fv * v
 
     def breakaway(self, direction) -> SlipVector:
-        return jnp.broadcast_to(self.fs, jnp.shape(direction)).astype(float)
+        level = _static_level(self)
+        return jnp.broadcast_to(level, jnp.shape(direction)).astype(float)
