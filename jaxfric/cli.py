@@ -210,9 +210,14 @@ def optimize(
     [optimize]; see docs/optimize.md); write optimize.json, history.png,
     motion.png and the best trajectory (trajectory.npz/csv/png, summary.json)."""
     import jaxfric.optimize as jo
-    from jaxfric.io.optimize_config import bounds_array, load_optimize_config
+    from jaxfric.io.optimize_config import (
+        bounds_array,
+        load_optimize_config,
+        plot_history,
+        plot_motion,
+        report as make_report,
+    )
     from jaxfric.io.results import result_message, save_solution, write_json
-    from jaxfric.optimize._report import plot_history, plot_motion, summary
 
     folder = output_dir(config, out, overwrite)
     try:
@@ -241,7 +246,7 @@ def optimize(
         f"{type(cfg.problem.friction).__name__}: optimised "
         f"{type(cfg.problem.force).__name__}"
     )
-    report = summary(result, cfg.problem)
+    report = make_report(result, cfg.problem)
     report.update(
         config_file=str(config),
         config=cfg.raw,

@@ -17,7 +17,7 @@ from jaxtyping import Array
 
 from .._check import InRange, as_float, check_broadcastable
 from .._types import Float, State, Vector
-from ..systems._base import AbstractSystem
+from ..systems import AbstractSystem
 from ._base import AbstractForce, AbstractStatelessForce
 
 

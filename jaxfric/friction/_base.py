@@ -18,10 +18,13 @@ import jax.numpy as jnp
 from jaxtyping import ArrayLike
 
 from .._types import Float, SlipVector
-from ..simulate._path import AbstractPath
-from ..simulate._smooth import DYNAMIC_PATH, SMOOTH_PATH
-from ..simulate._switch import SWITCH_PATH
-from ._law import AbstractFrictionLaw
+from ..simulate import (
+    DYNAMIC_PATH,
+    SMOOTH_PATH,
+    SWITCH_PATH,
+    AbstractFrictionLaw,
+    AbstractPath,
+)
 
 
 class AbstractSetValuedLaw(AbstractFrictionLaw):

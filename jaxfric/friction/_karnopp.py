@@ -17,8 +17,7 @@ from .._check import (
     check_broadcastable,
 )
 from .._types import Float, SlipVector
-from ..simulate._karnopp import KARNOPP_PATH
-from ..simulate._path import AbstractPath
+from ..simulate import KARNOPP_PATH, AbstractPath
 from ._base import AbstractFrictionLaw, AbstractSetValuedLaw
 
 

@@ -17,8 +17,7 @@ from jaxtyping import Array, ArrayLike
 
 from .._check import InRange, as_float, check_broadcastable
 from .._types import Float, ScalarLike, SlipVector
-from ..simulate._kikuuwe import KIKUUWE_PATH
-from ..simulate._path import AbstractPath
+from ..simulate import KIKUUWE_PATH, AbstractPath
 from ._base import AbstractFrictionLaw
 
 

@@ -1,44 +1,4 @@
-"""The root of the friction laws (see `_base` for the sign convention)."""
+"""The root of the friction laws, defined with the protocol it belongs to in
+`jaxfric.simulate` (kept importable here for modules that still name it)."""
 
-from typing import TYPE_CHECKING
-
-import equinox as eqx
-
-from .._check import AbstractCheck, raise_if_invalid
-
-if TYPE_CHECKING:
-    from ..simulate._path import AbstractPath
-
-
-class AbstractFrictionLaw(eqx.Module):
-    """Base of every friction law. Subclasses are strategy objects passed to
-    `jaxfric.simulate`. Each abstract family declares how its laws are
-    simulated, ``simulation_path`` (a `jaxfric.simulate` path, as a diffrax
-    solver declares its ``term_structure``): `simulate` dispatches on it.
-    """
-
-    simulation_path: eqx.AbstractClassVar["AbstractPath"]
-
-    def parameter_checks(self) -> tuple[AbstractCheck, ...]:
-        """The ranges of this law's own parameters (a law inside it declares
-        its own), checked on concrete values at construction and on traced
-        values inside `jaxfric.simulate`. Default: none.
-        """
-        return ()
-
-    def ordered_levels(self) -> tuple[tuple[str, str], ...]:
-        """Pairs ``(upper, lower)`` of this law's own parameter fields whose
-        order is part of the law: a static limit at least the kinetic level
-        (Karnopp 1985; Farhat et al. 2010, Eq. 5). Identification keeps each
-        pair ordered through a fit (`jaxfric.identify.AtLeast`); a law held in
-        a field declares its own. Default: none.
-        """
-        return ()
-
-    def __check_init__(self):
-        # Runs after the subclass's own (shape) checks: equinox calls every
-        # class's `__check_init__` along the MRO.
-        raise_if_invalid(self.parameter_checks())
-
-
-__all__ = ["AbstractFrictionLaw"]
+from ..simulate import AbstractFrictionLaw as AbstractFrictionLaw

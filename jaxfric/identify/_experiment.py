@@ -12,11 +12,10 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .._check import check_finite, is_concrete
-from ..forces._base import AbstractForce
-from ..forces._inputs import Tabulated
-from ..friction._base import AbstractFrictionLaw
+from ..forces import AbstractForce, Tabulated
+from ..friction import AbstractFrictionLaw
 from ..simulate import SimulateOptions, simulate
-from ..systems._base import AbstractSystem
+from ..systems import AbstractSystem
 from ._record import Record
 
 

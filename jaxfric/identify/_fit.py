@@ -47,9 +47,9 @@ from .._minimise import (
     run_chunks,
     strong,
 )
-from ..friction._base import AbstractFrictionLaw, AbstractSetValuedLaw
+from ..friction import AbstractFrictionLaw, AbstractSetValuedLaw
 from ..simulate import SimulateOptions
-from ..systems._base import AbstractSystem
+from ..systems import AbstractSystem
 from ._experiment import Experiment
 from ._lm import LevenbergMarquardt
 from ._problem import (

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..systems._base import AbstractSystem
+from ..systems import AbstractSystem
 from ._record import Record
 
 

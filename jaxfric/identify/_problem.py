@@ -25,9 +25,9 @@ from jax.flatten_util import ravel_pytree
 from jaxtyping import Array
 
 from .._minimise import check_options
-from ..friction._base import AbstractFrictionLaw
+from ..friction import AbstractFrictionLaw
 from ..simulate import RESULTS, SimulateOptions, simulate
-from ..systems._base import AbstractSystem
+from ..systems import AbstractSystem
 from ._experiment import Experiment, stack_experiments
 from ._linear import savgol
 from ._transforms import AbstractTransform, AtLeast, Bounded, Identity, Positive

@@ -49,11 +49,10 @@ import diffrax
 
 from .. import forces as _forces, friction as _friction, systems as _systems
 from .._check import check_finite, check_range
-from ..forces._base import AbstractForce
-from ..friction._base import AbstractFrictionLaw
-from ..simulate._common import check_interval, save_times
-from ..simulate._options import OPTION_NAMES, SimulateOptions
-from ..systems._base import AbstractSystem
+from ..forces import AbstractForce
+from ..friction import AbstractFrictionLaw
+from ..simulate import SimulateOptions, check_interval, save_times
+from ..systems import AbstractSystem
 
 SECTIONS = ("system", "friction", "force", "simulate")
 
@@ -75,7 +74,7 @@ OPTION_KINDS: dict[str, str] = {
     "max_events": "int",
     "friction_state0": "array",
 }
-assert set(OPTION_KINDS) <= set(OPTION_NAMES)
+assert set(OPTION_KINDS) <= {f.name for f in dataclasses.fields(SimulateOptions)}
 # Keys of [simulate]: name -> kind: the arguments of `simulate` besides the
 # options. `throw` is left out: the caller decides how to report a failed solve.
 SIMULATE_KEYS: dict[str, str] = {
@@ -424,7 +423,7 @@ def parse_simulate(table: Mapping[str, Any], section: str = "[simulate]") -> dic
 def simulate_options(keywords: Mapping[str, Any]) -> SimulateOptions:
     """The `SimulateOptions` among the keywords of `simulate` (as
     `parse_simulate` makes them)."""
-    return SimulateOptions(**{k: v for k, v in keywords.items() if k in OPTION_NAMES})
+    return SimulateOptions(**{k: v for k, v in keywords.items() if k in OPTION_KINDS})
 
 
 def check_simulate_ranges(options: Mapping[str, Any], section: str) -> None:

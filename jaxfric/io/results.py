@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..simulate._solution import RESULTS, Solution
+from ..simulate import RESULTS, Solution
 
 TRAJECTORY_STEM = "trajectory"
 

@@ -26,8 +26,8 @@ from .._minimise import (
     strong,
 )
 from .._types import Scalar
-from ..forces._base import AbstractForce
-from ..simulate._solution import Solution
+from ..forces import AbstractForce
+from ..simulate import Solution
 from ._problem import Problem
 
 

@@ -21,11 +21,10 @@ from jaxtyping import Array, ArrayLike, Float, PyTree
 from .._check import as_float, check_range
 from .._minimise import check_options
 from .._types import Scalar
-from ..forces._base import AbstractForce
-from ..friction._base import AbstractFrictionLaw
-from ..simulate import RESULTS, SimulateOptions, Solution, simulate
-from ..simulate._common import save_times
-from ..systems._base import AbstractSystem
+from ..forces import AbstractForce
+from ..friction import AbstractFrictionLaw
+from ..simulate import RESULTS, SimulateOptions, Solution, save_times, simulate
+from ..systems import AbstractSystem
 
 
 def applied_force(sol: Solution, force: AbstractForce) -> Float[Array, "t dof"]:

@@ -9,9 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._check import AbstractCheck, check_finite, is_concrete
-from ..forces._base import AbstractForce, FunctionForce
-from ..friction._law import AbstractFrictionLaw
-from ..systems._base import AbstractSystem
+from ..forces import AbstractForce, FunctionForce
+from ..systems import AbstractSystem
+from ._law import AbstractFrictionLaw
 from ._solution import RESULTS
 
 

@@ -28,10 +28,10 @@ import jax
 import jax.numpy as jnp
 
 from .._types import SlipVector, Vector
-from ..forces._base import AbstractForce
-from ..friction._law import AbstractFrictionLaw
-from ..systems._base import AbstractSystem
+from ..forces import AbstractForce
+from ..systems import AbstractSystem
 from ._fixed_step import StageStepRK4, solve_fixed_step
+from ._law import AbstractFrictionLaw
 from ._path import (
     AbstractFixedStepPath,
     applied_force,

@@ -7,10 +7,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..forces._base import AbstractForce
-from ..friction._law import AbstractFrictionLaw
-from ..systems._base import AbstractSystem
+from ..forces import AbstractForce
+from ..systems import AbstractSystem
 from ._fixed_step import StageStepTerm, solve_fixed_step
+from ._law import AbstractFrictionLaw
 from ._path import (
     AbstractFixedStepPath,
     applied_force,

@@ -3,22 +3,20 @@ implements (`AbstractPath`), the applied force and its initial state, the
 vector-field evaluation count, and the solution's stats and result code."""
 
 import abc
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 
 from .._types import Array, Float, Int, State, Vector
-from ..forces._base import AbstractForce
-from ..systems._base import AbstractSystem
+from ..forces import AbstractForce
+from ..systems import AbstractSystem
 from ._common import classify
 from ._fixed_step import StageStepRK4, step_size
+from ._law import AbstractFrictionLaw
 from ._options import OPTION_NAMES, SimulateOptions
 from ._solution import RESULTS, Solution
-
-if TYPE_CHECKING:
-    from ..friction._law import AbstractFrictionLaw
 
 
 class AbstractPath(eqx.Module):
@@ -38,7 +36,7 @@ class AbstractPath(eqx.Module):
     options: ClassVar[frozenset[str]]
     fixed_step: ClassVar[bool] = False
 
-    def check_used(self, law: "AbstractFrictionLaw", options: SimulateOptions):
+    def check_used(self, law: AbstractFrictionLaw, options: SimulateOptions):
         """Raise `ValueError` naming the first given option that this path
         does not use, the law and the path."""
         for name in options.given():
@@ -58,7 +56,7 @@ class AbstractPath(eqx.Module):
     def run(
         self,
         system: AbstractSystem,
-        law: "AbstractFrictionLaw",
+        law: AbstractFrictionLaw,
         force: AbstractForce | None,
         q0: Vector,
         qd0: Vector,

@@ -9,9 +9,8 @@ from jaxtyping import ArrayLike
 
 from .._check import check_finite
 from .._types import ScalarLike
-from ..forces._base import AbstractForce
-from ..friction._law import AbstractFrictionLaw
-from ..systems._base import AbstractSystem
+from ..forces import AbstractForce
+from ..systems import AbstractSystem
 from ._common import (
     as_force,
     check_fixed_step,
@@ -28,6 +27,7 @@ from ._common import (
     save_times,
     state_vector,
 )
+from ._law import AbstractFrictionLaw
 from ._options import DEFAULTS, SimulateOptions
 from ._solution import Solution
 

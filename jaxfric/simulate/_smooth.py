@@ -17,10 +17,10 @@ import optimistix as optx
 from jaxtyping import Array
 
 from .._types import Float, SlipVector, State, Vector
-from ..forces._base import AbstractForce
-from ..friction._law import AbstractFrictionLaw
-from ..systems._base import AbstractSystem
+from ..forces import AbstractForce
+from ..systems import AbstractSystem
 from ._common import classify, state_vector, step_controller
+from ._law import AbstractFrictionLaw
 from ._options import SimulateOptions
 from ._path import (
     AbstractPath,

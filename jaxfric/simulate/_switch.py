@@ -36,11 +36,11 @@ import jax.numpy as jnp
 import optimistix as optx
 
 from .._types import Array, Bool, Float, Int, Vector
-from ..forces._base import AbstractForce
-from ..friction._law import AbstractFrictionLaw
-from ..systems._base import AbstractSystem
+from ..forces import AbstractForce
+from ..systems import AbstractSystem
 from ._common import classify, input_anchor, step_controller
 from ._dip import DipGuard, carried_history, no_history
+from ._law import AbstractFrictionLaw
 from ._path import (
     AbstractPath,
     applied_force,
