@@ -2,6 +2,7 @@
 
 from . import rigid as rigid
 from ._base import AbstractSystem as AbstractSystem
+from ._closed import ClosedChain as ClosedChain, LoopJoint as LoopJoint
 from ._lumped import (
     Oscillator as Oscillator,
     StackedBlocks as StackedBlocks,

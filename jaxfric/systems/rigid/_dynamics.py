@@ -38,13 +38,15 @@ def _tree_sum(mask, x):
     return jnp.where(mask[:, :, None], x[None, :, :], 0.0).sum(axis=1)
 
 
-def _rnea(model: TreeModel, q, qd, qdd):
+def _rnea(model: TreeModel, q, qd, qdd, external=None):
     """Recursive Newton–Euler (Featherstone 2008, Table 5.1) in the base frame.
 
     ``V_i = Σ_{j ≼ i} S_j q̇_j``; ``A_i = −g + Σ_{j ≼ i} (S_j q̈_j + V_j ×m S_j q̇_j)``
     (gravity as a fictitious base acceleration, so body forces include it);
     ``f_i = I_i A_i + V_i ×* I_i V_i``; joint ``i`` transmits the subtree sum
-    ``F_i = Σ_{k ≽ i} f_k`` and ``τ_i = S_iᵀ F_i``.
+    ``F_i = Σ_{k ≽ i} f_k`` and ``τ_i = S_iᵀ F_i``. `external` wrenches on the
+    bodies (base coordinates, about the base origin, moment first, ``(dof, 6)``)
+    are subtracted from the body forces (Featherstone 2008, Eq. 5.9).
 
     Returns ``(τ, F_moment, F_force, rot_w, pos_w)`` with ``F`` in base
     coordinates about the base origin.
@@ -61,6 +63,8 @@ def _rnea(model: TreeModel, q, qd, qdd):
     n_a, f_a = sp.inertia_apply(*inertia, alpha, acc)
     n_c, f_c = sp.cross_force(omega, vel, *sp.inertia_apply(*inertia, omega, vel))
     body_force = jnp.concatenate([n_a + n_c, f_a + f_c], axis=1)
+    if external is not None:
+        body_force = body_force - external
     transmitted = _tree_sum(sub, body_force)
     moment, force = transmitted[:, :3], transmitted[:, 3:]
     tau = jnp.sum(s_w * moment + s_v * force, axis=-1)
@@ -83,7 +87,11 @@ def inverse_dynamics(model: TreeModel, q: Vector, qd: Vector, qdd: Vector) -> Ve
 
 @jax.jit
 def joint_wrenches(
-    model: TreeModel, q: Vector, qd: Vector, qdd: Vector
+    model: TreeModel,
+    q: Vector,
+    qd: Vector,
+    qdd: Vector,
+    external: Float[Array, "dof 6"] | None = None,
 ) -> Float[Array, "dof 6"]:
     """Reaction wrench transmitted through every joint (Newton–Euler).
 
@@ -96,11 +104,14 @@ def joint_wrenches(
     Args:
         model: the tree.
         q, qd, qdd: joint positions, velocities, accelerations.
+        external: wrenches applied to the bodies from outside the tree (e.g.
+            loop-closure forces), in base coordinates about the base origin,
+            moment first, shape ``(dof, 6)``; default none.
 
     Returns:
         Shape ``(dof, 6)``, moment first.
     """
-    _, moment, force, rot_w, pos_w = _rnea(model, q, qd, qdd)
+    _, moment, force, rot_w, pos_w = _rnea(model, q, qd, qdd, external)
     moment_b, force_b = sp.force_from_frame(rot_w, pos_w, moment, force)
     return jnp.concatenate([moment_b, force_b], axis=1)
 

@@ -1,0 +1,653 @@
+"""Closed kinematic chains: a `RigidBodyTree` cut open at loop joints, closed
+again by holonomic constraints ``Φ(q) = 0``, simulated in independent
+coordinates.
+
+Coordinate partitioning (Farhat et al. 2010, Eq. 2–3; Wehage & Haug 1982): the
+tree coordinates split into independent ``z`` (e.g. the actuated joints) and
+dependent ``y``. At every evaluation ``y(z)`` is solved from ``Φ(z, y) = 0`` by
+Gauss–Newton, so closure holds to the solver tolerance along any trajectory (no
+drift, no Baumgarte terms). With ``R = ∂q/∂z`` (``R_z = I``,
+``R_y = −Φ_y⁺ Φ_z``) and ``q̈ = R z̈ + c``, ``c_y = −Φ_y⁺ (Φ̇_q q̇)``, the
+tree's equations ``M q̈ + h = τ + Φ_qᵀ λ − E_fᵀ f`` projected on ``Rᵀ``
+(``Φ_q R = 0`` removes ``λ``) give a system of the usual form in ``z``:
+
+    (Rᵀ M R) z̈ = Rᵀ τ − Rᵀ (M c + h) − (E_f R)ᵀ f,
+
+so the switch path, the smooth laws, identification and optimisation run on
+it unchanged. ``Φ_y⁺`` is a least-squares inverse: redundant closure
+equations (a planar loop closed by a spatial joint) are allowed as long as they
+are consistent and fix every dependent coordinate.
+"""
+
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._check import check_finite, check_range, is_concrete
+from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
+from ._base import AbstractSystem
+from .rigid import _dynamics, _kinematics, _spatial as sp
+from .rigid._model import structure
+from .rigid._system import RigidBodyTree
+
+LOOP_KINDS = {"ball": 3, "revolute": 5, "prismatic": 5, "weld": 6}
+
+
+def _perpendicular(axis: np.ndarray) -> np.ndarray:
+    """Two unit vectors completing `axis` to an orthonormal basis, ``(2, 3)``."""
+    helper = np.eye(3)[int(np.argmin(np.abs(axis)))]
+    n1 = np.cross(axis, helper)
+    n1 /= np.linalg.norm(n1)
+    return np.stack([n1, np.cross(axis, n1)])
+
+
+class LoopJoint(eqx.Module):
+    """A loop-closure joint between frame A, fixed to link `link_a`, and frame B,
+    fixed to link `link_b`, of a `RigidBodyTree`.
+
+    At an assembled configuration the two frames coincide (a prismatic joint:
+    same orientation, B's origin on A's axis). The closure equations, in the
+    world frame with ``d = p_B − p_A`` and the rotation error
+    ``e = vee(R_Aᵀ R_B − R_Bᵀ R_A)/2`` (zero for equal orientations):
+
+    - ``"ball"`` (spherical joint, 3 equations): ``d = 0``;
+    - ``"revolute"`` about `axis` ``u`` (5): ``d = 0`` and ``(R_A n_k)·(R_B u)
+      = 0`` for the two directions ``n_k ⟂ u``;
+    - ``"prismatic"`` along ``u`` (5): ``(R_A n_k)·d = 0`` and ``e = 0``;
+    - ``"weld"`` (6): ``d = 0`` and ``e = 0``.
+
+    Args:
+        kind: ``"ball"``, ``"revolute"``, ``"prismatic"`` or ``"weld"``.
+        link_a, link_b: link names of the tree (`RigidBodyTree.model.link_names`,
+            the base link included).
+        translation_a, translation_b: origins of frames A and B in their link
+            frames, m, shape ``(3,)`` (default the link origin).
+        rotation_a, rotation_b: axes of frames A and B in their link frames,
+            ``(3, 3)`` (default identity).
+        axis: joint axis in frame A (revolute, prismatic), normalised here.
+    """
+
+    kind: str = eqx.field(static=True)
+    link_a: str = eqx.field(static=True)
+    link_b: str = eqx.field(static=True)
+    translation_a: Float[Array, "3"]
+    translation_b: Float[Array, "3"]
+    rotation_a: Float[Array, "3 3"]
+    rotation_b: Float[Array, "3 3"]
+    axis: tuple[float, float, float] = eqx.field(static=True)
+
+    def __init__(
+        self,
+        kind: str,
+        link_a: str,
+        link_b: str,
+        *,
+        translation_a=(0.0, 0.0, 0.0),
+        translation_b=(0.0, 0.0, 0.0),
+        rotation_a=None,
+        rotation_b=None,
+        axis=(0.0, 0.0, 1.0),
+    ):
+        if kind not in LOOP_KINDS:
+            raise ValueError(
+                f"loop joint kind {kind!r} is not supported; allowed "
+                f"{tuple(LOOP_KINDS)}."
+            )
+        if link_a == link_b:
+            raise ValueError(f"a loop joint needs two links; got {link_a!r} twice.")
+        self.kind = kind
+        self.link_a = str(link_a)
+        self.link_b = str(link_b)
+        arrays = {}
+        for name, value, shape in (
+            ("translation_a", translation_a, (3,)),
+            ("translation_b", translation_b, (3,)),
+            ("rotation_a", np.eye(3) if rotation_a is None else rotation_a, (3, 3)),
+            ("rotation_b", np.eye(3) if rotation_b is None else rotation_b, (3, 3)),
+        ):
+            arr = jnp.asarray(value, dtype=float)
+            if arr.shape != shape:
+                raise ValueError(f"`{name}` must have shape {shape}; got {arr.shape}.")
+            check_finite(name, arr)
+            arrays[name] = arr
+        self.translation_a = arrays["translation_a"]
+        self.translation_b = arrays["translation_b"]
+        self.rotation_a = arrays["rotation_a"]
+        self.rotation_b = arrays["rotation_b"]
+        u = np.asarray(axis, dtype=float)
+        norm = np.linalg.norm(u) if u.shape == (3,) else np.nan
+        if not np.isfinite(norm) or norm < 1e-12:
+            raise ValueError(f"`axis` must be a non-zero 3-vector; got {axis!r}.")
+        self.axis = tuple(float(x) for x in u / norm)
+
+    @property
+    def n_equations(self) -> int:
+        """Number of closure equations (3, 5, 5 or 6)."""
+        return LOOP_KINDS[self.kind]
+
+    def residual(self, rot_a, pos_a, rot_b, pos_b) -> Float[Array, " k"]:
+        """Closure residual from the world poses of frames A and B (m, and
+        dimensionless for orientations); zero when the joint is assembled."""
+        d = pos_b - pos_a
+        rel = rot_a.T @ rot_b
+        e = 0.5 * jnp.stack(
+            [rel[2, 1] - rel[1, 2], rel[0, 2] - rel[2, 0], rel[1, 0] - rel[0, 1]]
+        )
+        u = np.asarray(self.axis)
+        normals = jnp.asarray(_perpendicular(u)) @ rot_a.T  # n_k in world
+        if self.kind == "ball":
+            return d
+        if self.kind == "weld":
+            return jnp.concatenate([d, e])
+        if self.kind == "revolute":
+            return jnp.concatenate([d, normals @ (rot_b @ u)])
+        return jnp.concatenate([normals @ d, e])  # prismatic
+
+
+def _coordinate_indices(name: str, values, joint_names: tuple[str, ...]) -> tuple:
+    n = len(joint_names)
+    out = []
+    for j in values:
+        if isinstance(j, str):
+            if j not in joint_names:
+                raise ValueError(
+                    f"`{name}`: no movable joint named {j!r}; movable joints are "
+                    f"{joint_names}."
+                )
+            out.append(joint_names.index(j))
+        else:
+            k = int(j)
+            if not 0 <= k < n:
+                raise ValueError(f"`{name}`: index {k} must lie in [0, {n - 1}].")
+            out.append(k)
+    if len(set(out)) != len(out):
+        raise ValueError(f"`{name}` has repeated joints: {values}.")
+    return tuple(out)
+
+
+def _lstsq_solve(a, b):
+    """``a⁺ b`` for ``a`` of full column rank (``(k, d)``, ``k >= d``) by the
+    normal equations (a square ``a``: one LU solve). NaN when ``a`` is rank
+    deficient (a singular configuration)."""
+    if a.shape[0] == a.shape[1]:
+        return jnp.linalg.solve(a, b)
+    gram = a.T @ a
+    chol = jnp.linalg.cholesky(gram)
+    return jax.scipy.linalg.cho_solve((chol, True), a.T @ b)
+
+
+class ClosedChain(AbstractSystem):
+    """A closed-chain mechanism: a `RigidBodyTree` with loop-closure joints,
+    simulated in its independent coordinates (coordinate partitioning,
+    Farhat et al. 2010, Eq. 2–3).
+
+    The state of a simulation is ``(z, ż)``, the independent coordinates and
+    their velocities; `assemble` gives the full tree coordinates ``q(z)``.
+    Applied forces are generalised forces along ``z``: for actuators on the
+    independent joints (the usual choice) they are the actuator forces. Friction
+    elements sit on tree joints (`RigidBodyTree.friction_joints`), active or
+    passive; their slip velocities are those joints' velocities, ``s = E_f R ż``.
+
+    The dependent coordinates are solved by Gauss–Newton from the assembly
+    configuration `q_guess` at every evaluation, so a trajectory stays on the
+    branch (assembly mode) of `q_guess` and closure holds to `tol` (m, rad)
+    everywhere. Their derivatives are the implicit-function ones,
+    ``∂y/∂(z, θ) = −Φ_y⁺ ∂Φ/∂(z, θ)`` (first order; Hessians through `assemble`
+    are not exact). Where the solve fails (a singular configuration, the
+    dependent Jacobian ``Φ_y`` losing rank, or a configuration that cannot be
+    assembled), every quantity is NaN, which `jaxfric.simulate` reports as
+    `RESULTS.nonfinite_state` (a trial step into such a region is rejected and
+    retried shorter first).
+
+    Args:
+        tree: the mechanism with its loops cut: every joint, active and passive.
+        loops: the `LoopJoint` s that close it.
+        independent: the independent coordinates (tree joint indices or names),
+            as many as the mechanism's degrees of freedom. Default: chosen at
+            `q_guess` by QR with column pivoting on ``Φ_q`` (the dependent ones
+            are the best-conditioned pivots).
+        q_guess: a configuration of the tree near the assembly mode to follow,
+            rad or m, shape ``(n_tree,)`` (default zeros); it is assembled at
+            construction (its independent entries kept).
+        tol: closure tolerance on the residual's largest entry, m or rad,
+            ``> 0`` (default 1e-12).
+        max_iterations: Gauss–Newton iterations at most (default 30).
+    """
+
+    tree: RigidBodyTree
+    loops: tuple[LoopJoint, ...]
+    independent: tuple[int, ...] = eqx.field(static=True)
+    dependent: tuple[int, ...] = eqx.field(static=True)
+    q_guess: Float[Array, " tree"]
+    tol: float = eqx.field(static=True)
+    max_iterations: int = eqx.field(static=True)
+    _frames: tuple[tuple[int, int], ...] = eqx.field(static=True)
+
+    def __init__(
+        self,
+        tree: RigidBodyTree,
+        loops: Sequence[LoopJoint],
+        independent: Sequence[int | str] | None = None,
+        q_guess=None,
+        *,
+        tol: float = 1e-12,
+        max_iterations: int = 30,
+    ):
+        if not isinstance(tree, RigidBodyTree):
+            raise TypeError(f"`tree` must be a RigidBodyTree; got {type(tree)}.")
+        loops = tuple(loops)
+        if not loops or not all(isinstance(lp, LoopJoint) for lp in loops):
+            raise ValueError("`loops` must be a non-empty sequence of LoopJoint.")
+        check_range("tol", tol, lower=0.0, lower_open=True)
+        if int(max_iterations) < 1:
+            raise ValueError(f"`max_iterations` must be >= 1; got {max_iterations}.")
+        names = tree.model.link_names
+        frames = []
+        for lp in loops:
+            for link in (lp.link_a, lp.link_b):
+                if link not in names:
+                    raise ValueError(
+                        f"loop joint {lp.kind!r}: no link named {link!r}; links are "
+                        f"{names}."
+                    )
+            frames.append((names.index(lp.link_a), names.index(lp.link_b)))
+        n = tree.n_dof
+        q_guess = jnp.zeros(n) if q_guess is None else jnp.asarray(q_guess, float)
+        if q_guess.shape != (n,):
+            raise ValueError(
+                f"`q_guess` must have shape ({n},), one entry per movable joint of "
+                f"the tree; got {q_guess.shape}."
+            )
+        check_finite("q_guess", q_guess)
+        self.tree = tree
+        self.loops = loops
+        self._frames = tuple(frames)
+        self.tol = float(tol)
+        self.max_iterations = int(max_iterations)
+        self.q_guess = q_guess
+        concrete = is_concrete(q_guess) and all(
+            is_concrete(x) for x in jax.tree.leaves(eqx.filter(tree, eqx.is_array))
+        )
+        if independent is None:
+            if not concrete:
+                raise ValueError(
+                    "`independent` must be given when the tree or `q_guess` is traced "
+                    "(the automatic choice needs concrete values)."
+                )
+            independent = _choose_independent(self.closure_jacobian(q_guess))
+        self.independent = _coordinate_indices(
+            "independent", independent, tree.joint_names
+        )
+        self.dependent = tuple(i for i in range(n) if i not in self.independent)
+        if concrete:
+            self.q_guess = self._assembled_guess()
+
+    # -- construction-time checks -------------------------------------------------
+
+    def _assembled_guess(self) -> Array:
+        """`q_guess` (concrete) assembled, after checking that the loops fix
+        exactly the dependent coordinates there; raise naming the problem
+        otherwise."""
+        jac = np.asarray(self.closure_jacobian(self.q_guess))
+        rank = _rank(jac)
+        n, k = self.tree.n_dof, len(self.independent)
+        if rank != n - k:
+            raise ValueError(
+                f"the loops fix {rank} of the tree's {n} coordinates at `q_guess`, so "
+                f"the mechanism has {n - rank} degrees of freedom; got {k} "
+                f"independent coordinates {self.independent}."
+            )
+        dep_rank = _rank(jac[:, list(self.dependent)]) if self.dependent else 0
+        if dep_rank != len(self.dependent):
+            raise ValueError(
+                f"the independent coordinates {self.independent} cannot drive the "
+                "mechanism at `q_guess`: the closure Jacobian of the dependent "
+                f"coordinates {self.dependent} has rank {dep_rank} < "
+                f"{len(self.dependent)} (choose other independent joints, or leave "
+                "`independent` to the automatic choice)."
+            )
+        z0 = self.q_guess[jnp.asarray(self.independent)]
+        y, ok, res = self._newton(z0)
+        if not bool(ok):
+            raise ValueError(
+                "`q_guess` cannot be assembled: Gauss–Newton on the closure "
+                f"equations ended with residual {float(res):.3e} > tol={self.tol} "
+                "(give a configuration closer to an assembled one)."
+            )
+        return self._full(z0, y)
+
+    # -- sizes ----------------------------------------------------------------------
+
+    @property
+    def n_dof(self) -> int:
+        return len(self.independent)
+
+    @property
+    def n_friction(self) -> int:
+        return self.tree.n_friction
+
+    @property
+    def n_equations(self) -> int:
+        """Number of closure equations (redundant ones included)."""
+        return sum(lp.n_equations for lp in self.loops)
+
+    def parameter_checks(self):
+        return self.tree.parameter_checks()
+
+    # -- kinematics -------------------------------------------------------------------
+
+    def _loop_frames(self, q):
+        """World poses of every loop's frames A and B, and the world motion
+        subspaces of the bodies (columns of the frame Jacobians)."""
+        model = self.tree.model
+        st = structure(model)
+        rot_w, pos_w = _kinematics.forward_kinematics(model, q)
+        subspace = sp.motion_to_frame(
+            rot_w, pos_w, jnp.asarray(st.s_omega), jnp.asarray(st.s_vel)
+        )
+        eye, zero = jnp.eye(3, dtype=q.dtype), jnp.zeros(3, dtype=q.dtype)
+
+        def link_pose(link):
+            body = model.link_bodies[link]
+            base = (eye, zero) if body < 0 else (rot_w[body], pos_w[body])
+            return sp.compose(
+                *base, model.link_rotation[link], model.link_translation[link]
+            )
+
+        poses = []
+        for lp, (a, b) in zip(self.loops, self._frames, strict=True):
+            rot_a, pos_a = sp.compose(
+                *link_pose(a), lp.rotation_a, lp.translation_a
+            )
+            rot_b, pos_b = sp.compose(
+                *link_pose(b), lp.rotation_b, lp.translation_b
+            )
+            poses.append((rot_a, pos_a, rot_b, pos_b))
+        return poses, subspace
+
+    def closure_residual(self, q: Float[Array, " tree"]) -> Float[Array, " k"]:
+        """``Φ(q)``: the closure equations of every loop at tree coordinates `q`,
+        m (positions) and dimensionless (orientations)."""
+        poses, _ = self._loop_frames(q)
+        return jnp.concatenate(
+            [lp.residual(*pose) for lp, pose in zip(self.loops, poses, strict=True)]
+        )
+
+    def _residual_and_jacobian(self, q):
+        """``(Φ(q), Φ_q(q))``. The Jacobian is assembled from each frame's
+        twist Jacobian (the world motion subspaces of the joints between it and
+        the base, Featherstone 2008, Eq. 4.16) and ``∂Φ/∂ξ``, the residual's
+        derivative with respect to a virtual world twist of each frame: one
+        forward-kinematics pass, no differentiation through the tree."""
+        poses, (s_w, s_v) = self._loop_frames(q)
+        columns = jnp.concatenate([s_w, s_v], axis=1).T  # (6, n_tree)
+        ancestors = structure(self.tree.model).ancestors
+        bodies = self.tree.model.link_bodies
+        phis, jacs = [], []
+        for lp, pose, (a, b) in zip(self.loops, poses, self._frames, strict=True):
+            phi, (g_a, g_b) = _twist_derivatives(lp, *pose)
+            jac = jnp.zeros((lp.n_equations, self.tree.n_dof), dtype=q.dtype)
+            for link, g in ((a, g_a), (b, g_b)):
+                if bodies[link] >= 0:
+                    moved = jnp.where(ancestors[bodies[link]], columns, 0.0)
+                    jac = jac + g @ moved
+            phis.append(phi)
+            jacs.append(jac)
+        return jnp.concatenate(phis), jnp.concatenate(jacs)
+
+    def closure_jacobian(self, q: Float[Array, " tree"]) -> Float[Array, "k tree"]:
+        """``Φ_q(q)``, shape ``(n_equations, n_tree)``."""
+        return self._residual_and_jacobian(q)[1]
+
+    def _full(self, z, y):
+        q = jnp.zeros(self.tree.n_dof, dtype=jnp.result_type(z, y))
+        q = q.at[jnp.asarray(self.independent, int)].set(z)
+        if self.dependent:
+            q = q.at[jnp.asarray(self.dependent, int)].set(y)
+        return q
+
+    def _newton(self, z):
+        """Gauss–Newton on ``Φ(z, y) = 0`` from `q_guess`'s dependent entries;
+        returns ``(y, converged, max |Φ|)``, the residual before the last step
+        (which only reduces it). Not differentiated."""
+        dep = jnp.asarray(self.dependent, int)
+
+        def cond(carry):
+            _, res, k = carry
+            going = (res > self.tol) & (k < self.max_iterations) & jnp.isfinite(res)
+            return (k == 0) | going
+
+        def body(carry):
+            y, _, k = carry
+            phi, jac = self._residual_and_jacobian(self._full(z, y))
+            return y - _lstsq_solve(jac[:, dep], phi), jnp.max(jnp.abs(phi)), k + 1
+
+        nan = jnp.asarray(jnp.nan, dtype=self.q_guess.dtype)
+        y, res, _ = jax.lax.while_loop(cond, body, (self.q_guess[dep], nan, 0))
+        return y, res <= self.tol, res
+
+    def assemble(self, z: Vector) -> Float[Array, " tree"]:
+        """The tree coordinates ``q(z)`` of the assembled mechanism, rad or m,
+        shape ``(n_tree,)``; NaN where the closure solve fails (singular or
+        unassemblable configuration).
+
+        Derivatives (with respect to `z` and the parameters) are the implicit
+        ones, ``dy = −Φ_y⁺ (Φ_z dz + Φ_θ dθ)``: the converged solution
+        ``y*`` (not differentiated) is returned as ``y* − Φ_y⁺ Φ(z, y*)``
+        with ``Φ_y`` held constant, which adds them without changing the value
+        beyond the tolerance.
+        """
+        self.check_vectors(q=z)
+        if not self.dependent:
+            return self._full(z, jnp.zeros(0, dtype=z.dtype))
+        frozen = jax.lax.stop_gradient(eqx.filter(self, eqx.is_array))
+        frozen = eqx.combine(frozen, eqx.filter(self, eqx.is_array, inverse=True))
+        y_star, ok, _ = frozen._newton(jax.lax.stop_gradient(z))
+        y_star = jax.lax.stop_gradient(y_star)
+        # Φ_y at the solution, held constant: it multiplies Φ(z, y*) ≈ 0.
+        jac = frozen.closure_jacobian(frozen._full(jax.lax.stop_gradient(z), y_star))
+        jac = jax.lax.stop_gradient(jac[:, jnp.asarray(self.dependent, int)])
+        correction = _lstsq_solve(jac, self.closure_residual(self._full(z, y_star)))
+        # Value y* (converged); derivative the implicit one.
+        y = y_star - (correction - jax.lax.stop_gradient(correction))
+        return self._full(z, jnp.where(ok, y, jnp.nan))
+
+    def velocity_map(self, q: Float[Array, " tree"]) -> Float[Array, "tree dof"]:
+        """``R = ∂q/∂z`` at assembled tree coordinates `q`: rows of the
+        independent coordinates are the identity, those of the dependent ones
+        ``−Φ_y⁺ Φ_z``; ``q̇ = R ż``. Shape ``(n_tree, n_dof)``."""
+        return self._velocity_map(self.closure_jacobian(q))
+
+    def _velocity_map(self, jac):
+        ind, dep = list(self.independent), list(self.dependent)
+        rows = jnp.zeros((self.tree.n_dof, self.n_dof), dtype=jac.dtype)
+        rows = rows.at[jnp.asarray(ind, int)].set(jnp.eye(self.n_dof, dtype=jac.dtype))
+        if dep:
+            rows = rows.at[jnp.asarray(dep, int)].set(
+                -_lstsq_solve(jac[:, dep], jac[:, ind])
+            )
+        return rows
+
+    def tree_state(self, z: Vector, zd: Vector):
+        """The tree's state ``(q, q̇, R, c)`` at ``(z, ż)``: coordinates,
+        velocities ``q̇ = R ż``, the velocity map ``R`` and the velocity-product
+        acceleration ``c`` (``q̈ = R z̈ + c``): zero on the independent rows and
+        ``−Φ_y⁺ (Φ̇_q q̇)`` on the dependent ones, with ``Φ̇_q q̇`` the second
+        directional derivative of ``Φ`` along ``q̇``."""
+        self.check_vectors(q=z, qd=zd)
+        q = self.assemble(z)
+        jac = self.closure_jacobian(q)
+        rows = self._velocity_map(jac)
+        qd = rows @ zd
+        c = jnp.zeros_like(q)
+        if self.dependent:
+
+            def along(q):
+                return jax.jvp(self.closure_residual, (q,), (qd,))[1]
+
+            curvature = jax.jvp(along, (q,), (qd,))[1]
+            dep = jnp.asarray(self.dependent, int)
+            c = c.at[dep].set(-_lstsq_solve(jac[:, dep], curvature))
+        return q, qd, rows, c
+
+    # -- the system interface ----------------------------------------------------------
+
+    def mass_matrix(self, q: Vector) -> Matrix:
+        """``Rᵀ M(q(z)) R``, kg or kg·m² (with `q` the independent coordinates)."""
+        self.check_vectors(q=q)
+        return _position_terms(self, q)[1]
+
+    def bias_force(self, q: Vector, qd: Vector) -> Vector:
+        """``Rᵀ (M c + h(q, q̇))`` in the independent coordinates, N or N·m."""
+        self.check_vectors(q=q, qd=qd)
+        return _velocity_terms(self, q, qd)[0]
+
+    def friction_jacobian(self, q: Vector) -> Jacobian:
+        """``E_f R``: the friction joints' rows of the velocity map."""
+        self.check_vectors(q=q)
+        return _position_terms(self, q)[0][jnp.asarray(self.tree.friction_joints, int)]
+
+    def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
+        """``d(E_f R)/dt ż = E_f c``."""
+        self.check_vectors(q=q, qd=qd)
+        c = _velocity_terms(self, q, qd)[1]
+        return c[jnp.asarray(self.tree.friction_joints, int)]
+
+    def inverse_dynamics(self, q: Vector, qd: Vector, qdd: Vector) -> Vector:
+        """Generalised forces along the independent coordinates producing ``z̈``
+        without friction: ``Rᵀ (M q̈ + h)`` with ``q̈ = R z̈ + c`` (for actuated
+        independent joints, the drive forces), N or N·m."""
+        self.check_vectors(q=q, qd=qd, qdd=qdd)
+        q_tree, qd_tree, rows, c = self.tree_state(q, qd)
+        tau = self.tree.inverse_dynamics(q_tree, qd_tree, rows @ qdd + c)
+        return rows.T @ tau
+
+    # -- reactions ---------------------------------------------------------------------
+
+    def loop_forces(
+        self,
+        q: Vector,
+        qd: Vector,
+        qdd: Vector,
+        applied: Vector,
+        friction: SlipVector,
+    ) -> Float[Array, " k"]:
+        """Loop-closure multipliers ``λ`` (the constraint forces of the cut
+        joints): the least-squares (minimum-norm, for redundant equations)
+        solution of ``Φ_qᵀ λ = M q̈ + h − E_zᵀ τ + E_fᵀ f`` with the applied
+        forces `applied` acting on the independent joints. For a ball joint
+        ``λ`` is the force on link B from link A in world axes, N.
+
+        Args:
+            q, qd, qdd: independent coordinates, velocities, accelerations.
+            applied: generalised forces along ``z``, N or N·m.
+            friction: friction force of each element, N or N·m (e.g.
+                `Solution.friction`).
+        """
+        self.check_vectors(q=q, qd=qd, qdd=qdd, applied=applied, friction=friction)
+        q_tree, qd_tree, rows, c = self.tree_state(q, qd)
+        lhs = self.tree.inverse_dynamics(q_tree, qd_tree, rows @ qdd + c)
+        lhs = lhs.at[jnp.asarray(self.independent, int)].add(-applied)
+        lhs = lhs.at[jnp.asarray(self.tree.friction_joints, int)].add(friction)
+        jac = self.closure_jacobian(q_tree)
+        return jnp.linalg.lstsq(jac.T, lhs)[0]
+
+    def joint_wrenches(
+        self,
+        q: Vector,
+        qd: Vector,
+        qdd: Vector,
+        applied: Vector,
+        friction: SlipVector,
+    ) -> Float[Array, "tree 6"]:
+        """Reaction wrench transmitted through every tree joint of the closed
+        chain, with the loop forces (`loop_forces`) acting on the bodies they
+        connect: row ``i`` as in `jaxfric.systems.rigid.joint_wrenches` (body
+        ``i``'s frame, moment about its origin first, N·m; then force, N)."""
+        lam = self.loop_forces(q, qd, qdd, applied, friction)
+        q_tree, qd_tree, rows, c = self.tree_state(q, qd)
+        external = self._loop_wrenches(q_tree, lam)
+        return _dynamics.joint_wrenches(
+            self.tree.model, q_tree, qd_tree, rows @ qdd + c, external
+        )
+
+    def _loop_wrenches(self, q_tree, lam):
+        """World wrenches (about the base origin, moment first) of the loop
+        forces on every body, shape ``(n_tree, 6)``: ``W = (∂Φ/∂ξ)ᵀ λ`` with
+        ``ξ`` a virtual world twist of the body, so that the wrenches do the
+        virtual work ``λ·δΦ``."""
+        bodies = self.tree.model.link_bodies
+        poses, _ = self._loop_frames(q_tree)
+        out = jnp.zeros((self.tree.n_dof, 6), dtype=q_tree.dtype)
+        start = 0
+        for lp, pose, (a, b) in zip(self.loops, poses, self._frames, strict=True):
+            mult = lam[start : start + lp.n_equations]
+            start += lp.n_equations
+            _, (g_a, g_b) = _twist_derivatives(lp, *pose)
+            for link, g in ((a, g_a), (b, g_b)):
+                if bodies[link] >= 0:
+                    out = out.at[bodies[link]].add(g.T @ mult)
+        return out
+
+
+# The simulation evaluates these at many points of its traced program: jitted,
+# each is traced once per chain structure (the switch path calls them ~60 times).
+@jax.jit
+def _position_terms(chain: ClosedChain, z):
+    """``(R, Rᵀ M R)`` at independent coordinates `z`."""
+    q = chain.assemble(z)
+    rows = chain.velocity_map(q)
+    return rows, rows.T @ chain.tree.mass_matrix(q) @ rows
+
+
+@jax.jit
+def _velocity_terms(chain: ClosedChain, z, zd):
+    """``(Rᵀ (M c + h), c)`` at ``(z, ż)``."""
+    q, qd, rows, c = chain.tree_state(z, zd)
+    tree = chain.tree
+    return rows.T @ (tree.mass_matrix(q) @ c + tree.bias_force(q, qd)), c
+
+
+def _twist_derivatives(loop: LoopJoint, rot_a, pos_a, rot_b, pos_b):
+    """``Φ`` of one loop and its derivatives ``(∂Φ/∂ξ_A, ∂Φ/∂ξ_B)``, each
+    ``(k, 6)``, with respect to virtual world twists ``ξ = (ω, v)`` (about the
+    base origin) of frames A and B."""
+
+    def moved(twist_a, twist_b):
+        return loop.residual(
+            *_displace(rot_a, pos_a, twist_a), *_displace(rot_b, pos_b, twist_b)
+        )
+
+    zero = jnp.zeros(6, dtype=pos_a.dtype)
+    phi = loop.residual(rot_a, pos_a, rot_b, pos_b)
+    return phi, jax.jacfwd(moved, argnums=(0, 1))(zero, zero)
+
+
+def _displace(rot, pos, twist):
+    """A pose moved by the world twist ``(ω, v)`` about the base origin, to
+    first order (its derivative at zero is all that is used)."""
+    omega, v = twist[:3], twist[3:]
+    return rot + sp.skew(omega) @ rot, pos + jnp.cross(omega, pos) + v
+
+
+def _rank(matrix: np.ndarray) -> int:
+    if matrix.size == 0:
+        return 0
+    sv = np.linalg.svd(matrix, compute_uv=False)
+    return int(np.sum(sv > 1e-9 * max(1.0, float(sv[0]))))
+
+
+def _choose_independent(closure_jacobian) -> tuple[int, ...]:
+    """Independent coordinates from a (concrete) closure Jacobian ``Φ_q``: QR
+    with column pivoting ranks its columns; the first ``rank`` pivots are the
+    dependent coordinates, the rest independent (Wehage & Haug 1982)."""
+    import scipy.linalg
+
+    jac = np.asarray(closure_jacobian)
+    rank = _rank(jac)
+    _, _, pivots = scipy.linalg.qr(jac, pivoting=True, mode="economic")
+    dependent = set(int(p) for p in pivots[:rank])
+    return tuple(i for i in range(jac.shape[1]) if i not in dependent)
