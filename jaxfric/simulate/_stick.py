@@ -5,22 +5,24 @@ path and the Karnopp band. Modes per friction element: ``+1`` slipping forward,
 ``-1`` slipping backward, ``0`` stuck.
 """
 
-import itertools
 from typing import NamedTuple
 
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .._types import Float, Int, SlipVector, Vector
 from ..friction._law import AbstractFrictionLaw
 from ..systems._base import AbstractSystem
+from ._lcp import box_lcp
 
 STICK = 0
-# Mode combinations tried when the release iteration ends inconsistent: all
-# 3^m of them up to m = 8 friction elements.
-_ENUMERATE_MAX = 3**8
+# The mode choice's box LCP: projected Gauss–Seidel to this relative natural
+# residual (well below the 1e-9 of the slip-acceleration tolerance), and a
+# force this close (relative) to a limit counts as at it.
+_LCP_RTOL = 1e-13
+_LCP_MAX_SWEEPS = 2000
+_LCP_FORCE_TOL = 1e-9
 # Up to this size linear solves are unrolled: under `vmap` XLA on CPU calls
 # LAPACK once per batch member for tiny matrices, which dominated run time
 # (same results unrolled; timing in README, Performance).
@@ -31,14 +33,14 @@ def small_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     """Solve ``a x = b`` for a symmetric positive definite ``a`` (``b`` of shape
     ``(n,)`` or ``(n, k)``).
 
-    Every matrix solved here is one: the mass matrix ``M``, Delassus blocks
-    ``J_S M⁻¹ J_Sᵀ`` and Gram matrices ``J_S J_Sᵀ`` (with identity rows in
-    place of masked ones). For those, Gaussian elimination without pivoting is
-    backward stable (growth factor 1, Wilkinson 1961), so for ``n <= 8`` it is
-    unrolled over the entries as scalars: no gathers or in-place updates, which
-    under `vmap` on CPU cost more than the arithmetic. A singular ``a`` (e.g.
-    redundant stuck rows) gives non-finite entries, as with pivoting;
-    `jnp.linalg.solve` above ``n = 8``.
+    Used for the mass matrix ``M``; Delassus blocks ``J_S M⁻¹ J_Sᵀ`` and Gram
+    matrices ``J_S J_Sᵀ``, which are singular for redundant elements, go
+    through `psd_solve` (the same elimination where they are definite). For
+    SPD matrices Gaussian elimination without pivoting is backward stable
+    (growth factor 1, Wilkinson 1961), so for ``n <= 8`` it is unrolled over
+    the entries as scalars: no gathers or in-place updates, which under `vmap`
+    on CPU cost more than the arithmetic. A singular ``a`` gives non-finite
+    entries, as with pivoting; `jnp.linalg.solve` above ``n = 8``.
     """
     n = a.shape[0]
     if n > _UNROLL_MAX:
@@ -60,17 +62,134 @@ def small_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     return jnp.stack(x)
 
 
-def masked_solve(matrix: jax.Array, rhs: jax.Array, mask: jax.Array) -> jax.Array:
+def _upper_solve(upper: jax.Array, rhs: jax.Array) -> jax.Array:
+    """``upper⁻¹ rhs`` for an upper triangular ``upper``."""
+    return jax.scipy.linalg.solve_triangular(upper, rhs, lower=False)
+
+
+def _eliminate(a: jax.Array, b: jax.Array, tol: float):
+    """Gaussian elimination without pivoting of a symmetric positive
+    semidefinite ``a`` that skips zero pivots.
+
+    In a semidefinite matrix a zero pivot has a zero row and column in its
+    Schur complement: the row is a combination of the rows before it. Its
+    column is not eliminated and its unknown is set to zero, which for a
+    consistent ``b`` gives a solution (a basic one). Returns ``(upper, rhs,
+    singular)``: the eliminated upper triangle with identity rows at the zero
+    pivots, the eliminated right-hand side (zero there) and the mask of zero
+    pivots; ``upper⁻¹ rhs`` is the solution and ``upper⁻¹ e_k`` the null
+    vector of zero pivot ``k``. A loop: for the solves that are not unrolled.
+    """
+    n = a.shape[0]
+    index = jnp.arange(n)
+    diag = jnp.diagonal(a)
+
+    def step(k, carry):
+        a, b, singular = carry
+        pivot = a[k, k]
+        zero = pivot <= tol * diag[k]
+        factor = jnp.where((index > k) & ~zero, a[:, k] / jnp.where(zero, 1, pivot), 0)
+        a = a - factor[:, None] * a[k][None, :]
+        b = b - factor[:, None] * b[k][None, :]
+        return a, b, singular.at[k].set(zero)
+
+    b2 = b if b.ndim == 2 else b[:, None]
+    a, b2, singular = jax.lax.fori_loop(0, n, step, (a, b2, jnp.zeros(n, bool)))
+    upper = jnp.where(singular[:, None], jnp.eye(n, dtype=a.dtype), jnp.triu(a))
+    b2 = jnp.where(singular[:, None], 0.0, b2)
+    return upper, (b2 if b.ndim == 2 else b2[:, 0]), singular
+
+
+def _unrolled_psd_solve(a: jax.Array, b: jax.Array, tol: float):
+    """`small_solve` skipping zero pivots as `_eliminate` does: bit for bit
+    `small_solve` where no pivot is zero. Returns ``(x, singular)``."""
+    n = a.shape[0]
+    rows = [[a[i, j] for j in range(n)] for i in range(n)]
+    rhs = [b[i] for i in range(n)]
+    zeros, pivots = [], []
+    for k in range(n):
+        zero = rows[k][k] <= tol * a[k, k]
+        pivot = jnp.where(zero, 1.0, rows[k][k])
+        zeros.append(zero)
+        pivots.append(pivot)
+        for i in range(k + 1, n):
+            factor = jnp.where(zero, 0.0, rows[i][k] / pivot)
+            for j in range(k + 1, n):
+                rows[i][j] = rows[i][j] - factor * rows[k][j]
+            rhs[i] = rhs[i] - factor * rhs[k]
+    x = [None] * n
+    for k in reversed(range(n)):
+        acc = rhs[k]
+        for j in range(k + 1, n):
+            acc = acc - rows[k][j] * x[j]
+        x[k] = jnp.where(zeros[k], 0.0, acc / pivots[k])
+    return jnp.stack(x), jnp.stack(zeros)
+
+
+def psd_solve(
+    a: jax.Array, b: jax.Array, weights: jax.Array | None = None
+) -> jax.Array:
+    """Solve ``a x = b`` for a symmetric positive semidefinite ``a`` and a ``b``
+    in its range (shape ``(n,)`` or ``(n, k)``).
+
+    For a definite ``a`` this is `small_solve` (the same arithmetic up to
+    ``n = 8``). A singular ``a`` (redundant friction elements: dependent rows
+    of ``J_S``, e.g. two elements on one coordinate) has many solutions; this
+    returns the one of least weighted norm ``Σ x_k² / w_k``. With the static
+    limits as weights, elements that act along the same slip coordinate share
+    its load in proportion to their limits, so they reach them together, at
+    the load their summed limits hold. Zero pivots are those below
+    ``max(1e-10, 1000·eps)`` of their diagonal entry; the least-norm
+    correction runs only when some (batch member's) matrix has one.
+
+    Args:
+        a: symmetric positive semidefinite, shape ``(n, n)``.
+        b: right-hand side(s), in the range of ``a``.
+        weights: positive weights ``w`` (default ones), shape ``(n,)``.
+
+    Returns:
+        ``x`` with the shape of ``b``.
+    """
+    n = a.shape[0]
+    tol = max(1e-10, 1e3 * float(jnp.finfo(a.dtype).eps))
+    if n > _UNROLL_MAX:
+        upper, rhs, singular = _eliminate(a, b, tol)
+        x = _upper_solve(upper, rhs)
+    else:
+        x, singular = _unrolled_psd_solve(a, b, tol)
+    weights = jnp.ones(n, a.dtype) if weights is None else weights
+
+    def least_norm(x):
+        # Rare: eliminate again as a loop for the null vectors of the zero
+        # pivots, the columns of upper⁻¹ diag(singular).
+        upper, _, singular = _eliminate(a, b, tol)
+        null = _upper_solve(upper, jnp.diag(singular.astype(a.dtype)))
+        scaled = null / weights[:, None]
+        gram = null.T @ scaled + jnp.diag((~singular).astype(a.dtype))
+        return x - null @ jnp.linalg.solve(gram, scaled.T @ x)
+
+    # Only when some member of a batch needs it (under `vmap` a batched
+    # predicate would run it for all).
+    return jax.lax.cond(eqxi.unvmap_any(jnp.any(singular)), least_norm, lambda x: x, x)
+
+
+def masked_solve(
+    matrix: jax.Array,
+    rhs: jax.Array,
+    mask: jax.Array,
+    weights: jax.Array | None = None,
+) -> jax.Array:
     """Solve the rows and columns of `mask` of ``matrix x = rhs``; zero elsewhere
     (``rhs`` of shape ``(m,)`` or ``(m, k)``).
 
     Fixed shapes for `jit`/`vmap`: the unmasked rows and columns are replaced by
     identity rows, so the masked block is solved inside an ``m × m`` system.
+    The block may be semidefinite (`psd_solve`, least weighted norm).
     """
     both = mask[:, None] & mask[None, :]
     eye = jnp.eye(mask.shape[0], dtype=matrix.dtype)
     rows = mask if rhs.ndim == 1 else mask[:, None]
-    return small_solve(jnp.where(both, matrix, eye), jnp.where(rows, rhs, 0.0))
+    return psd_solve(jnp.where(both, matrix, eye), jnp.where(rows, rhs, 0.0), weights)
 
 
 def free_acceleration(system: AbstractSystem, q: Vector, qd: Vector, rhs: Vector):
@@ -110,6 +229,7 @@ def solve_stick(
     slip_friction: SlipVector,
     stuck: jax.Array,
     parts: StickParts | None = None,
+    weights: SlipVector | None = None,
 ) -> tuple[SlipVector, Vector]:
     """Friction forces and accelerations for a fixed set of stuck elements.
 
@@ -120,7 +240,9 @@ def solve_stick(
         (J_S M⁻¹ J_Sᵀ) f_S = J_S M⁻¹ (τ − h − J_slipᵀ f_slip) + J̇_S q̇.
 
     Fixed shapes: the stuck block is solved inside an ``m × m`` system whose free
-    rows are replaced by identity rows.
+    rows are replaced by identity rows. With redundant stuck elements (a
+    singular block) the stick forces are not unique; the one of least weighted
+    norm is taken (`psd_solve`): the accelerations are the same for all.
 
     Args:
         system: the mechanical system.
@@ -131,6 +253,8 @@ def solve_stick(
         stuck: boolean mask of stuck elements, shape ``(m,)``.
         parts: `stick_parts` of this state, when several mode sets are tried
             at one state (computed here otherwise).
+        weights: positive weights of the stick forces' least-norm choice when
+            the stuck block is singular (default ones; `limit_scale`).
 
     Returns:
         ``(f, q̈)``: the friction of every element (stick forces in stuck
@@ -141,7 +265,7 @@ def solve_stick(
     f_slip = jnp.where(stuck, 0.0, slip_friction)
     acc_free = parts.acc_net - parts.minv_jt @ f_slip
     rhs = parts.jac @ acc_free + parts.jdot_qd
-    f_stick = masked_solve(parts.delassus, rhs, stuck)
+    f_stick = masked_solve(parts.delassus, rhs, stuck, weights)
     friction = jnp.where(stuck, f_stick, f_slip)
     acc = acc_free - parts.minv_jt @ jnp.where(stuck, f_stick, 0.0)
     return friction, acc
@@ -158,12 +282,25 @@ def friction_and_acceleration(
     """Friction and accelerations for fixed modes (the vector field of a segment).
 
     Slipping elements take ``law.slip_force(s, mode)`` with the direction held
-    by the mode (Farhat et al. 2010, Eq. 8); stuck ones the Delassus solve.
+    by the mode (Farhat et al. 2010, Eq. 8); stuck ones the Delassus solve,
+    redundant ones sharing their load in proportion to their static limits.
     """
     slip = system.slip_velocity(q, qd)
     direction = jnp.where(modes >= 0, 1.0, -1.0)
     f_slip = law.slip_force(slip, direction)
-    return solve_stick(system, q, qd, net, f_slip, modes == STICK)
+    weights = limit_scale(law, slip)[2]
+    return solve_stick(system, q, qd, net, f_slip, modes == STICK, weights=weights)
+
+
+def limit_scale(law: AbstractFrictionLaw, like: SlipVector):
+    """``(breakaway(+1), breakaway(−1), scale)``: the static limits (Farhat et
+    al. 2010, Eq. 5) and the larger of the two, at least ``1e-30``, the force
+    scale of each element."""
+    ones = jnp.ones_like(like)
+    limit_pos = law.breakaway(ones)
+    limit_neg = law.breakaway(-ones)
+    scale = jnp.maximum(jnp.maximum(limit_pos, limit_neg), 1e-30)
+    return limit_pos, limit_neg, scale
 
 
 def stick_margin(
@@ -196,25 +333,39 @@ def consistent_modes(
     modes: Int[jax.Array, " m"],
     at_zero: jax.Array,
     released: jax.Array | None = None,
+    *,
+    release_first: bool = True,
 ) -> tuple[Int[jax.Array, " m"], jax.Array]:
     """Choose modes for the elements at zero slip velocity (Farhat et al. 2010,
-    Sec. 4.2 and Eq. 8).
+    Sec. 4.2 and Eq. 5–8).
 
     The modes must be consistent: every stuck element's force inside its static
-    limits (Farhat Eq. 5), and every element at zero velocity that slips must
-    accelerate the way it slips (``mode · s̈ >= 0``). All elements in `at_zero`
-    are first assumed stuck and their forces solved together (Delassus, Eq. 7).
-    Then, one element per iteration: the stuck element furthest outside its
-    limits is released to slip in the direction of its stick force; when none
-    is outside, a slipping element at zero velocity that accelerates against its
-    direction is turned round, and stuck if it was turned before. With coupled
-    elements (a non-diagonal ``J M⁻¹ Jᵀ``) the direction of a stick force is not
-    always the direction of motion once another element slips: releasing alone
-    chattered with zero-length segments (a two-link arm from rest). At most
-    ``3m`` iterations; if the modes are still inconsistent (ties between
-    elements), every combination of the elements' modes is tried (``3^m``
-    stick solves, for ``m <= 8``) and the consistent one with the most stuck
-    elements kept.
+    limits (Farhat Eq. 5), and every element at zero velocity that slips, with
+    its slip force ``law.slip_force(0, mode)`` (below the static level for e.g.
+    Stribeck), must accelerate the way it slips (``mode · s̈ >= 0``).
+
+    First, as Farhat Sec. 4.2: all elements in `at_zero` are assumed stuck and
+    their forces solved together (Delassus, Eq. 7). Then, one element per
+    iteration: the stuck element furthest outside its limits is released to
+    slip in the direction of its stick force; when none is outside, a slipping
+    element at zero velocity that accelerates against its direction is turned
+    round, and stuck if it was turned before. At most ``3m`` iterations.
+
+    If these modes are inconsistent (coupled elements with near ties; a chain
+    of releases longer than ``3m``), the modes come from the box-constrained
+    LCP of the elements at zero velocity with their static limits as bounds
+    (`box_lcp`; Cottle, Pang & Stone 1992; Acary & Brogliato 2008): its slip
+    accelerations are unique even for a semidefinite Delassus matrix
+    (redundant elements), elements with zero slip acceleration stick and the
+    others slip the way they accelerate. When the static and the kinetic
+    level at zero velocity are equal (Coulomb, Farhat Eq. 4), the consistent
+    mode sets are exactly the LCP's solutions, so this is the consistent set
+    with the most stuck elements. When the kinetic level is lower, the slipping
+    elements are then held at it and the LCP of the rest solved again, until
+    no further element slips (a breakaway cascade: the choice keeps as many
+    elements stuck as the static limits allow given those that must slip).
+    The modes are then checked as above, after up to ``3m`` more iterations
+    of the first stage; `consistent` is that check, never assumed.
 
     Args:
         at_zero: boolean mask of elements whose slip velocity is (numerically)
@@ -223,6 +374,8 @@ def consistent_modes(
         released: elements at zero velocity already released to slip (a
             breakaway), whose direction is checked but which are not stuck
             again; default none.
+        release_first: whether to try the release iteration first (default);
+            ``False`` goes to the LCP at once.
 
     Returns:
         ``(modes, consistent)``: the new modes (``int32``, shape ``(m,)``;
@@ -233,36 +386,38 @@ def consistent_modes(
         released = jnp.zeros_like(at_zero)
     checked = at_zero | released
     slip = system.slip_velocity(q, qd)
-    ones = jnp.ones_like(slip)
-    limit_pos = law.breakaway(ones)
-    limit_neg = law.breakaway(-ones)
     # Relative violation, so elements with different force scales compare.
-    scale = jnp.maximum(jnp.maximum(limit_pos, limit_neg), 1e-30)
+    limit_pos, limit_neg, scale = limit_scale(law, slip)
     index = jnp.arange(modes.shape[0])
+    # One factorisation of M for every mode set tried below.
+    parts = stick_parts(system, q, qd, net)
     # Slip accelerations against the slip direction smaller than this are
     # rounding (e.g. a breakaway with static = kinetic level releases at zero
     # acceleration; the event time is known to 1e-13 s): 1e-9 of the slip
     # acceleration that each element's static limit alone produces.
-    # One factorisation of M for every mode set tried below.
-    parts = stick_parts(system, q, qd, net)
     rate_tol = 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * scale
 
     def violations(modes):
         direction = jnp.where(modes >= 0, 1.0, -1.0)
         f_slip = law.slip_force(slip, direction)
         stuck = modes == STICK
-        friction, acc = solve_stick(system, q, qd, net, f_slip, stuck, parts)
+        friction, acc = solve_stick(system, q, qd, net, f_slip, stuck, parts, scale)
         rate = parts.jac @ acc + parts.jdot_qd
         excess = jnp.maximum(friction - limit_pos, -limit_neg - friction) / scale
         excess = jnp.where(stuck, excess, -jnp.inf)
         # Slip acceleration against the slip direction, beyond rounding.
         tol = rate_tol + 1e3 * jnp.finfo(rate.dtype).eps * jnp.max(jnp.abs(rate))
         against = jnp.where(checked & ~stuck, -direction * rate - tol, -jnp.inf)
-        return friction, excess, against
+        finite = jnp.all(jnp.isfinite(friction)) & jnp.all(jnp.isfinite(rate))
+        # Elements just at zero velocity that slip without accelerating: the
+        # modes may be consistent without the most stuck elements (e.g. one of
+        # two redundant elements slipping while the other holds their load).
+        idle = at_zero & ~stuck & (direction * rate <= tol)
+        return friction, excess, against, finite, idle
 
     def iterate(_, carry):
         modes, turned = carry
-        friction, excess, against = violations(modes)
+        friction, excess, against, _, _ = violations(modes)
         worst = jnp.argmax(excess)
         release = excess[worst] > 0
         wrong = jnp.argmax(against)
@@ -277,35 +432,70 @@ def consistent_modes(
         return jnp.where(change, new_mode, modes), turned | (turn & (index == wrong))
 
     def is_consistent(modes):
-        _, excess, against = violations(modes)
-        return ~jnp.any(excess > 0) & ~jnp.any(against > 0)
+        _, excess, against, finite, idle = violations(modes)
+        return finite & ~jnp.any(excess > 0) & ~jnp.any(against > 0), jnp.any(idle)
 
-    turned = jnp.zeros_like(at_zero)
-    modes, _ = jax.lax.fori_loop(0, 3 * modes.shape[0], iterate, (modes, turned))
-    consistent = is_consistent(modes)
-    m = modes.shape[0]
-    if 3**m > _ENUMERATE_MAX:
-        return modes, consistent
+    def release_and_turn(modes):
+        turned = jnp.zeros_like(at_zero)
+        modes, _ = jax.lax.fori_loop(0, 3 * modes.shape[0], iterate, (modes, turned))
+        return modes
 
-    def enumerate_modes(modes):
-        # Every combination of the checked elements' modes (released ones
-        # slip): the consistent one with the most stuck elements, the first of
-        # those on a tie. Greedy release fails where relative excesses tie:
-        # e.g. a two-link arm from rest under PD, both joints 4/3 of their
-        # limits, where only (stuck, slip+) is consistent.
-        grid = np.array(list(itertools.product((0, 1, -1), repeat=m)), np.int32)
-        candidates = jnp.where(checked[None, :], grid, modes[None, :])
-        allowed = jnp.all(~released[None, :] | (candidates != STICK), axis=1)
-        ok = jax.vmap(is_consistent)(candidates) & allowed
-        num_stuck = jnp.sum(candidates == STICK, axis=1)
-        best = jnp.argmax(jnp.where(ok, num_stuck, -1))
-        return jnp.where(ok[best], candidates[best], modes), ok[best]
+    if release_first:
+        modes = release_and_turn(modes)
+        consistent, idle = is_consistent(modes)
+    else:
+        consistent, idle = jnp.array(False), jnp.array(True)
+
+    def complementarity(modes):
+        # The modes are discrete: no derivative is taken through this choice
+        # (and the LCP's while loop has none).
+        delassus, rate_free, rates_tol = jax.lax.stop_gradient(
+            (parts.delassus, parts.jac @ parts.acc_net + parts.jdot_qd, rate_tol)
+        )
+        lower, upper, sizes = jax.lax.stop_gradient((-limit_neg, limit_pos, scale))
+
+        def cascade(carry):
+            modes, fixed, f, _, rounds = carry
+            direction = jnp.where(modes >= 0, 1.0, -1.0)
+            given = jnp.where(
+                fixed, jax.lax.stop_gradient(law.slip_force(slip, direction)), 0.0
+            )
+            rhs = rate_free - delassus @ given
+            start = jnp.where(fixed, 0.0, f)
+            f, _, _ = box_lcp(
+                delassus, rhs, lower, upper, ~fixed, start, sizes,
+                rtol=_LCP_RTOL, max_sweeps=_LCP_MAX_SWEEPS,
+            )  # fmt: skip
+            rate = rhs - delassus @ f
+            # At a bound and accelerating out of the box: slips that way.
+            near = _LCP_FORCE_TOL * sizes
+            up = (f >= upper - near) & (rate > rates_tol)
+            down = (f <= lower + near) & (rate < -rates_tol)
+            new = jnp.where(fixed, modes, jnp.where(up, 1, jnp.where(down, -1, STICK)))
+            new = new.astype(modes.dtype)
+            newly = ~fixed & (new != STICK)
+            # Until no further element must slip.
+            return new, fixed | newly, f, ~jnp.any(newly), rounds + 1
+
+        def unfinished(carry):
+            *_, done, rounds = carry
+            return ~done & (rounds < modes.shape[0])
+
+        start = jnp.where(at_zero, STICK, modes).astype(jnp.int32)
+        zero = jnp.zeros_like(slip)
+        carry = (start, ~at_zero, zero, jnp.array(False), jnp.array(0, jnp.int32))
+        chosen = release_and_turn(jax.lax.while_loop(unfinished, cascade, carry)[0])
+        ok = is_consistent(chosen)[0]
+        # Only where this member needed it (a batch runs it when one member
+        # does), and never worse than the release iteration's modes.
+        take = (~consistent | idle) & (ok | ~consistent)
+        return jnp.where(take, chosen, modes), jnp.where(take, ok, consistent)
 
     # Only when some member of a batch needs it (under `vmap` a batched
     # predicate would run it for all).
     return jax.lax.cond(
-        eqxi.unvmap_any(~consistent),
-        enumerate_modes,
+        eqxi.unvmap_any(~consistent | idle),
+        complementarity,
         lambda modes: (modes, consistent),
         modes,
     )

@@ -1,0 +1,338 @@
+"""The stick/slip mode choice at an event (`jaxfric.simulate._stick`,
+Farhat et al. 2010, Sec. 4.2 and Eq. 5–8; the box LCP of `_lcp.box_lcp`).
+
+References: every mode set checked by brute force in NumPy (all ``3^m``
+combinations, forces from `numpy.linalg`), a NumPy consistency certificate for
+larger ``m``, and closed forms for two elements on one coordinate.
+"""
+
+import itertools
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxfric as jf
+from jaxfric.simulate._stick import consistent_modes, friction_and_acceleration
+
+# Brute force and certificate: a stick force may exceed its limit, and a
+# slipping element accelerate against its direction, by this much relative to
+# the limit (rounding of the float64 solves); a case is a clear one when the
+# answer holds with the opposite margin.
+_REL_TOL = 1e-9
+# Redundant elements: accelerations compared with the merged problem's.
+_ACC_TOL = 1e-10
+# Closed-form stick and slip of two elements on one coordinate.
+_EVENT_TOL = 1e-9
+_STATE_TOL = 1e-8
+
+
+class _Constant(jf.systems.AbstractSystem):
+    """``M q̈ = τ − Jᵀ f`` with constant ``M`` and ``J`` (no bias force)."""
+
+    mass: jax.Array
+    jac: jax.Array
+    n_dof: int = eqx.field(static=True)
+    n_friction: int = eqx.field(static=True)
+
+    def mass_matrix(self, q):
+        return self.mass
+
+    def bias_force(self, q, qd):
+        return jnp.zeros_like(q)
+
+    def friction_jacobian(self, q):
+        return self.jac
+
+    def friction_jacobian_dot_qd(self, q, qd):
+        return jnp.zeros(self.n_friction, q.dtype)
+
+
+@eqx.filter_jit
+def _choose(mass, jac, fc, fs, net, release_first):
+    """Modes of all elements from rest (`consistent_modes`, with or without its
+    release iteration first), and the friction and accelerations, for a batch
+    of constant systems, `Coulomb(fc, fs)` laws and net forces."""
+
+    def one(mass, jac, fc, fs, net):
+        system = _Constant(mass, jac, *jac.shape[::-1])
+        law = jf.Coulomb(fc, fs)
+        m = system.n_friction
+        q = jnp.zeros(system.n_dof)
+        at_zero = jnp.ones(m, bool)
+        modes, ok = consistent_modes(
+            system, law, q, q, net, jnp.zeros(m, jnp.int32), at_zero,
+            release_first=release_first,
+        )  # fmt: skip
+        friction, acc = friction_and_acceleration(system, law, q, q, net, modes)
+        return modes, ok, friction, acc
+
+    return jax.vmap(one)(mass, jac, fc, fs, net)
+
+
+def _random_problems(rng, num, m, redundant=0):
+    """`num` random systems with ``m`` coordinates and ``m`` elements (the last
+    `redundant` rows of ``J`` copies of others), kinetic levels and net
+    forces."""
+    a = rng.normal(size=(num, m, m))
+    mass = a @ np.swapaxes(a, 1, 2) + m * np.eye(m)
+    jac = rng.normal(size=(num, m, m))
+    copies = rng.integers(0, m - redundant, size=(num, redundant))
+    for k in range(redundant):
+        jac[:, m - redundant + k] = jac[np.arange(num), copies[:, k]]
+    fc = rng.uniform(0.2, 1.5, size=(num, m))
+    net = 2.0 * rng.normal(size=(num, m))
+    return mass, jac, fc, net, copies
+
+
+def _run(mass, jac, fc, fs, net, release_first):
+    out = _choose(*map(jnp.asarray, (mass, jac, fc, fs, net)), release_first)
+    return tuple(map(np.asarray, out))
+
+
+def _solve_modes(delassus, free_rate, modes, slip_forces):
+    """NumPy: stick forces (least squares) and slip accelerations of `modes`."""
+    stuck = modes == 0
+    f = np.where(stuck, 0.0, slip_forces)
+    rhs = free_rate - delassus @ f
+    if stuck.any():
+        block = delassus[np.ix_(stuck, stuck)]
+        f[stuck] = np.linalg.lstsq(block, rhs[stuck], rcond=None)[0]
+    return f, free_rate - delassus @ f
+
+
+def _violation(delassus, free_rate, modes, static, kinetic):
+    """The largest relative violation of the consistency conditions of
+    `modes` (Farhat Eq. 5: stuck forces inside the static limits; slipping
+    elements, with their kinetic level, accelerating in their direction);
+    ``<= 0`` when consistent."""
+    f, rate = _solve_modes(delassus, free_rate, modes, modes * kinetic)
+    excess = (np.abs(f) - static) / static
+    against = -modes * rate / (np.diagonal(delassus) * static)
+    return np.max(np.where(modes == 0, excess, against))
+
+
+def _brute_force(delassus, free_rate, static, kinetic):
+    """The consistent mode set with the most stuck elements when it is clear:
+    consistent with margin, and no other set with as many stuck elements or
+    more consistent or nearly so; else None."""
+    m = len(free_rate)
+    candidates = np.array(list(itertools.product((0, 1, -1), repeat=m)))
+    v = np.array(
+        [_violation(delassus, free_rate, c, static, kinetic) for c in candidates]
+    )
+    stuck = np.sum(candidates == 0, axis=1)
+    consistent = v <= _REL_TOL
+    if not consistent.any():
+        return None
+    most = stuck[consistent].max()
+    near = (v <= 1e3 * _REL_TOL) & (stuck >= most)
+    best = np.argmax(np.where(consistent, stuck, -1))
+    if near.sum() > 1 or v[best] > -_REL_TOL:
+        return None
+    return candidates[best]
+
+
+def _delassus(mass, jac, net):
+    minv_jt = np.linalg.solve(mass, jac.T)
+    return jac @ minv_jt, jac @ np.linalg.solve(mass, net)
+
+
+# One size for the brute-force tests (one compilation each way).
+_M = 5
+_NUM = 40
+
+
+def test_random_coupled_modes_match_brute_force():
+    # Random coupled elements (random SPD M, random J), all at rest; static
+    # limits equal to the kinetic levels (Coulomb, Farhat Eq. 4), so the
+    # consistent sets are the box LCP's solutions and the most-stuck one is
+    # unique unless degenerate. Both the release iteration with its LCP
+    # fallback and the LCP alone must give the brute force's modes.
+    mass, jac, fc, net, _ = _random_problems(np.random.default_rng(3), _NUM, _M)
+    compared = 0
+    for release_first in (True, False):
+        modes, ok, _, _ = _run(mass, jac, fc, fc, net, release_first)
+        assert ok.all()
+        for i in range(_NUM):
+            delassus, free_rate = _delassus(mass[i], jac[i], net[i])
+            v = _violation(delassus, free_rate, modes[i], fc[i], fc[i])
+            assert v <= _REL_TOL
+            expected = _brute_force(delassus, free_rate, fc[i], fc[i])
+            if expected is not None:
+                compared += 1
+                np.testing.assert_array_equal(modes[i], expected)
+    # Most random cases are clear, and mixed (some stuck, some slipping).
+    assert compared >= 1.5 * _NUM
+    assert 0.2 < np.mean(modes == 0) < 0.8
+
+
+def test_static_above_kinetic_modes_are_consistent():
+    # Static limits above the kinetic levels (Coulomb fs > fc): consistent sets
+    # are no longer unique (an element between its levels may stick or slip).
+    # The LCP with its kinetic cascade must give consistent modes, mostly the
+    # brute force's most-stuck set where that is clear.
+    rng = np.random.default_rng(7)
+    mass, jac, fc, net, _ = _random_problems(rng, _NUM, _M)
+    fs = fc * rng.uniform(1.0, 1.6, size=fc.shape)
+    modes, ok, _, _ = _run(mass, jac, fc, fs, net, False)
+    assert ok.all()
+    same = 0
+    for i in range(_NUM):
+        delassus, free_rate = _delassus(mass[i], jac[i], net[i])
+        assert _violation(delassus, free_rate, modes[i], fs[i], fc[i]) <= _REL_TOL
+        expected = _brute_force(delassus, free_rate, fs[i], fc[i])
+        same += expected is not None and np.array_equal(modes[i], expected)
+    assert same >= 0.75 * _NUM
+
+
+def test_redundant_elements_modes_and_accelerations():
+    # Two of five elements copy the rows of others (a positive semidefinite
+    # Delassus matrix): forces are not unique, modes and accelerations are.
+    # Reference: the merged problem, copies removed and their limits added to
+    # the original's. A merged element that sticks has all its copies stuck;
+    # one that slips has all slipping its way.
+    rng = np.random.default_rng(11)
+    redundant = 2
+    mass, jac, fc, net, copies = _random_problems(rng, _NUM, _M, redundant)
+    compared = 0
+    for release_first in (True, False):
+        modes, ok, friction, acc = _run(mass, jac, fc, fc, net, release_first)
+        assert ok.all()
+        for i in range(_NUM):
+            group = np.arange(_M)
+            group[_M - redundant :] = copies[i]
+            keep = np.unique(group)
+            merged = np.array([fc[i][group == g].sum() for g in keep])
+            delassus, free_rate = _delassus(mass[i], jac[i][keep], net[i])
+            expected = _brute_force(delassus, free_rate, merged, merged)
+            if expected is None:
+                continue
+            compared += 1
+            np.testing.assert_array_equal(
+                modes[i], expected[np.searchsorted(keep, group)]
+            )
+            # Accelerations from the merged modes, in NumPy.
+            f, _ = _solve_modes(delassus, free_rate, expected, expected * merged)
+            ref = np.linalg.solve(mass[i], net[i] - jac[i][keep].T @ f)
+            np.testing.assert_allclose(acc[i], ref, atol=_ACC_TOL, rtol=0)
+            # Stick forces inside their own limits (shared in proportion).
+            stuck = modes[i] == 0
+            assert np.all(np.abs(friction[i][stuck]) <= fc[i][stuck] * (1 + 1e-12))
+    assert compared >= 1.5 * _NUM
+
+
+def test_many_elements_consistency_certificate():
+    # m = 12 coupled elements: no enumeration; the LCP's modes must pass the
+    # consistency certificate in NumPy (forces and accelerations from the
+    # returned modes), with static limits equal to and above the kinetic ones.
+    rng = np.random.default_rng(12)
+    num, m = 8, 12
+    mass, jac, fc, net, _ = _random_problems(rng, num, m)
+    fs = fc * rng.uniform(1.0, 1.3, size=fc.shape)
+    for static in (fc, fs):
+        modes, ok, _, _ = _run(mass, jac, fc, static, net, False)
+        assert ok.all()
+        for i in range(num):
+            delassus, free_rate = _delassus(mass[i], jac[i], net[i])
+            v = _violation(delassus, free_rate, modes[i], static[i], fc[i])
+            assert v <= _REL_TOL
+        assert 0.2 < np.mean(modes == 0) < 0.8  # mixed stick and slip
+
+
+# --- two elements on one coordinate of an oscillator, end to end ---
+
+
+class _TwoOnOne(jf.systems.AbstractSystem):
+    """A unit mass on a unit spring with two friction elements on its velocity
+    (``J = [[1], [1]]``: a singular Delassus matrix when both stick)."""
+
+    n_dof: ClassVar[int] = 1
+    n_friction: ClassVar[int] = 2
+
+    def mass_matrix(self, q):
+        return jnp.ones((1, 1))
+
+    def bias_force(self, q, qd):
+        return q
+
+    def friction_jacobian(self, q):
+        return jnp.ones((2, 1))
+
+    def friction_jacobian_dot_qd(self, q, qd):
+        return jnp.zeros(2)
+
+
+_OMEGA = 0.5
+_T1 = 8.0
+_TS = jnp.linspace(0.0, _T1, 161)
+
+
+@jax.jit
+def _two_on_one(fc, fs, amplitude):
+    return jf.simulate(
+        _TwoOnOne(),
+        jf.Coulomb(fc, fs),
+        q0=jnp.zeros(1),
+        qd0=jnp.zeros(1),
+        t1=_T1,
+        force=jf.forces.Sine(amplitude, _OMEGA),
+        ts=_TS,
+        max_events=20,
+        throw=False,
+    )
+
+
+def _slip_forward(t, t0, amplitude, level):
+    """``ẍ + x = A sin(ωt) − level`` from rest at ``x = 0`` at ``t0``."""
+    gain = amplitude / (1 - _OMEGA**2)
+    x_p = gain * np.sin(_OMEGA * t) - level
+    c1 = -(gain * np.sin(_OMEGA * t0) - level)
+    c2 = -gain * _OMEGA * np.cos(_OMEGA * t0)
+    # Homogeneous part in (t − t0): x_h = c1 cos + c2 sin.
+    x_h = c1 * np.cos(t - t0) + c2 * np.sin(t - t0)
+    v = gain * _OMEGA * np.cos(_OMEGA * t) - c1 * np.sin(t - t0) + c2 * np.cos(t - t0)
+    return x_p + x_h, v
+
+
+@pytest.mark.parametrize("kinetic", [1.0, 0.8])
+def test_two_elements_on_one_coordinate(kinetic):
+    # Static limits 0.5 and 1.0 (kinetic levels `kinetic` times those). Stuck,
+    # bit still, while the force is below the summed limit 1.5 (the spring is
+    # unstretched); breakaway when A sin(ωt) = 1.5; then one slip of the
+    # merged element, level 1.5·kinetic, in closed form.
+    fs = jnp.array([0.5, 1.0])
+    below = _two_on_one(kinetic * fs, fs, 1.45)
+    assert below.result == jf.RESULTS.successful
+    assert int(below.stats["num_events"]) == 0
+    assert np.all(np.asarray(below.q) == 0.0) and np.all(np.asarray(below.qd) == 0.0)
+    assert np.all(np.asarray(below.modes) == 0)
+    friction, load = np.asarray(below.friction), 1.45 * np.sin(_OMEGA * _TS)
+    np.testing.assert_allclose(friction.sum(axis=1), load, atol=1e-12)
+    # The load shared in proportion to the limits.
+    np.testing.assert_allclose(friction, np.outer(load, fs) / 1.5, atol=1e-12)
+
+    amplitude = 2.0
+    sol = _two_on_one(kinetic * fs, fs, amplitude)
+    assert sol.result == jf.RESULTS.successful
+    breakaway = np.arcsin(1.5 / amplitude) / _OMEGA
+    assert abs(float(sol.event_times[0]) - breakaway) < _EVENT_TOL
+    ts, q, modes = np.asarray(_TS), np.asarray(sol.q[:, 0]), np.asarray(sol.modes)
+    stuck = ts < breakaway
+    assert np.all(q[stuck] == 0.0) and np.all(modes[stuck] == 0)
+    # First slip: forward until the velocity is zero again (closed form).
+    fine = np.linspace(breakaway, _T1, 200001)
+    _, v = _slip_forward(fine, breakaway, amplitude, 1.5 * kinetic)
+    stop = fine[1:][np.argmax(v[1:] <= 0)]
+    slipping = (ts > breakaway) & (ts < stop)
+    assert slipping.sum() > 10
+    x, _ = _slip_forward(ts[slipping], breakaway, amplitude, 1.5 * kinetic)
+    np.testing.assert_allclose(q[slipping], x, atol=_STATE_TOL)
+    assert np.all(modes[slipping] == 1)
+    np.testing.assert_allclose(
+        np.asarray(sol.friction)[slipping],
+        kinetic * np.broadcast_to(fs, (slipping.sum(), 2)),
+    )
