@@ -136,6 +136,12 @@ def check_broadcastable(names_values: dict) -> tuple[int, ...]:
     return shape
 
 
+def check_fields_broadcast(module, names) -> tuple[int, ...]:
+    """`check_broadcastable` over the fields `names` of `module` (an unset
+    optional field, `None`, counts as a scalar)."""
+    return check_broadcastable({name: getattr(module, name) for name in names})
+
+
 def check_knots(ts, values, noun: str = "samples") -> None:
     """Raise `ValueError` unless ``(ts, values)`` are valid knots of a signal
     sampled in time (`Tabulated`, `CubicSpline`): `ts` 1-D with at least two

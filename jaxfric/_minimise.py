@@ -83,9 +83,7 @@ class AbstractMinimiseResult(eqx.Module):
 
 
 def check_options(options: Any) -> SimulateOptions:
-    """`options` (`SimulateOptions()` for `None`), or a `TypeError`: the
-    numerical options of the simulations go in as one typed object, so an
-    unknown name is rejected by `SimulateOptions` itself, as in `simulate`."""
+    """`options` (`SimulateOptions()` for `None`); anything else is a `TypeError`."""
     if options is None:
         return SimulateOptions()
     if not isinstance(options, SimulateOptions):

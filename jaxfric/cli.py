@@ -214,10 +214,11 @@ def optimize(
         bounds_array,
         load_optimize_config,
         plot_history,
-        plot_motion,
         report as make_report,
     )
     from jaxfric.io.results import result_message, save_solution, write_json
+    from jaxfric.optimize import applied_force
+    from jaxfric.plot import plot_solution
 
     folder = output_dir(config, out, overwrite)
     try:
@@ -264,8 +265,9 @@ def optimize(
         paths["history"] = folder / "history.png"
         plot_history(result, title=title).savefig(paths["history"], dpi=120)
         paths["motion"] = folder / "motion.png"
-        bounds = bounds_array(cfg.project)
-        fig = plot_motion(result, bounds=None if bounds is None else tuple(bounds))
+        tau = applied_force(result.solution, result.force)
+        bounds = bounds_array(cfg.project) or ()
+        fig = plot_solution(result.solution, applied=tau, bounds=bounds)
         fig.savefig(paths["motion"], dpi=120)
     except OSError as e:
         _fail(f"cannot write the results to {folder}: {e}")

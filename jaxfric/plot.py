@@ -4,6 +4,7 @@ Figures are returned, not shown or saved: the caller decides (``fig.savefig``).
 """
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -18,13 +19,23 @@ def _mark_events(ax: Axes, sol: Solution) -> None:
         ax.axvline(float(t), color="0.7", lw=0.6, ls=":", zorder=0)
 
 
-def plot_solution(sol: Solution, *, title: str | None = None) -> Figure:
+def plot_solution(
+    sol: Solution,
+    *,
+    title: str | None = None,
+    applied: Any = None,
+    bounds: Sequence[float] = (),
+) -> Figure:
     """Positions, velocities and friction forces over time, one line per
     coordinate / friction element; switch events as dotted vertical lines.
 
     Args:
         sol: a `Solution`.
         title: figure title.
+        applied: the applied force at the saved times, shape ``(t, n_dof)``
+            (e.g. `jaxfric.optimize.applied_force`), drawn in the third row
+            instead of the friction force.
+        bounds: force levels drawn dashed in the third row (torque limits).
 
     Returns:
         A matplotlib `Figure` with three stacked axes.
@@ -35,7 +46,9 @@ def plot_solution(sol: Solution, *, title: str | None = None) -> Figure:
     rows = (
         ("q", sol.q, "position $q_{%d}$"),
         ("qd", sol.qd, r"velocity $\dot q_{%d}$"),
-        ("friction", sol.friction, "friction $f_{%d}$"),
+        ("friction", sol.friction, "friction $f_{%d}$")
+        if applied is None
+        else ("applied", applied, r"applied $\tau_{%d}$"),
     )
     for ax, (_, values, label) in zip(axes, rows, strict=True):
         values = np.asarray(values)
@@ -47,7 +60,9 @@ def plot_solution(sol: Solution, *, title: str | None = None) -> Figure:
             ax.legend(loc="best", fontsize="small")
     axes[0].set_ylabel("position")
     axes[1].set_ylabel("velocity")
-    axes[2].set_ylabel("friction force")
+    axes[2].set_ylabel("friction force" if applied is None else "applied force")
+    for level in bounds:
+        axes[2].axhline(level, color="k", lw=0.8, ls="--")
     axes[2].set_xlabel("time $t$ [s]")
     if title:
         fig.suptitle(title)

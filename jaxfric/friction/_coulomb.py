@@ -10,7 +10,7 @@ from .._check import (
     InRange,
     as_float,
     as_optional_float,
-    check_broadcastable,
+    check_fields_broadcast,
 )
 from .._types import Float, SlipVector
 from ._base import AbstractSetValuedLaw
@@ -81,9 +81,7 @@ class Coulomb(AbstractSetValuedLaw):
         self.static_ratio = static_ratio
 
     def __check_init__(self):
-        levels = {"fc": self.fc, "fs": self.fs, "fv": self.fv}
-        levels["static_ratio"] = self.static_ratio
-        check_broadcastable({k: v for k, v in levels.items() if v is not None})
+        check_fields_broadcast(self, ("fc", "fs", "fv", "static_ratio"))
 
     def parameter_checks(self):
         viscous = () if self.fv is None else (InRange("fv", self.fv, lower=0.0),)
@@ -100,6 +98,9 @@ class Coulomb(AbstractSetValuedLaw):
     def breakaway(self, direction) -> SlipVector:
         level = _static_level(self)
         return jnp.broadcast_to(level, jnp.shape(direction)).astype(float)
+
+
+_ASYMMETRIC = ("fc_pos", "fc_neg", "fv_pos", "fv_neg")
 
 
 class CoulombViscous(AbstractSetValuedLaw):
@@ -121,18 +122,10 @@ class CoulombViscous(AbstractSetValuedLaw):
     fv_neg: Float[Array, "..."] = eqx.field(converter=as_float, default=0.0)
 
     def __check_init__(self):
-        check_broadcastable(
-            {
-                "fc_pos": self.fc_pos,
-                "fc_neg": self.fc_neg,
-                "fv_pos": self.fv_pos,
-                "fv_neg": self.fv_neg,
-            }
-        )
+        check_fields_broadcast(self, _ASYMMETRIC)
 
     def parameter_checks(self):
-        names = ("fc_pos", "fc_neg", "fv_pos", "fv_neg")
-        return tuple(InRange(n, getattr(self, n), lower=0.0) for n in names)
+        return tuple(InRange(n, getattr(self, n), lower=0.0) for n in _ASYMMETRIC)
 
     def slip_force(self, slip_velocity, direction) -> SlipVector:
         v = jnp.asarray(slip_velocity)
@@ -183,9 +176,7 @@ class Stribeck(AbstractSetValuedLaw):
         self.static_ratio = static_ratio
 
     def __check_init__(self):
-        levels = {"fc": self.fc, "fs": self.fs, "vs": self.vs, "fv": self.fv}
-        levels.update(delta=self.delta, static_ratio=self.static_ratio)
-        check_broadcastable({k: v for k, v in levels.items() if v is not None})
+        check_fields_broadcast(self, ("fc", "fs", "vs", "fv", "delta", "static_ratio"))
 
     def parameter_checks(self):
         return (

@@ -109,15 +109,6 @@ class Kikuuwe(AbstractFrictionLaw):
         """Friction force of Eq. 19b, N or N·m (see `force_and_rate`)."""
         return self.force_and_rate(state, slip_velocity, step)[0]
 
-    def state_derivative(
-        self,
-        state: Float[ArrayLike, " m"],
-        slip_velocity: Float[ArrayLike, " m"],
-        step: ScalarLike,
-    ) -> SlipVector:
-        """``ė`` of Eq. 19c, m/s or rad/s (see `force_and_rate`)."""
-        return self.force_and_rate(state, slip_velocity, step)[1]
-
     def discrete_step(
         self,
         previous_state: Float[ArrayLike, " m"],

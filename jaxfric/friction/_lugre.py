@@ -13,7 +13,7 @@ from .._check import (
     AtLeast,
     InRange,
     as_float,
-    check_broadcastable,
+    check_fields_broadcast,
     check_ge,
     check_range,
 )
@@ -58,16 +58,8 @@ class LuGre(AbstractDynamicLaw):
     vs: Float[Array, "..."] = eqx.field(converter=as_float)
 
     def __check_init__(self):
-        check_broadcastable(
-            {
-                "sigma0": self.sigma0,
-                "sigma1": self.sigma1,
-                "sigma2": self.sigma2,
-                "fc": self.fc,
-                "fs": self.fs,
-                "vs": self.vs,
-            }
-        )
+        names = ("sigma0", "sigma1", "sigma2", "fc", "fs", "vs")
+        check_fields_broadcast(self, names)
 
     def parameter_checks(self):
         return (
@@ -179,7 +171,7 @@ class Dahl(AbstractDynamicLaw):
     fc: Float[Array, "..."] = eqx.field(converter=as_float)
 
     def __check_init__(self):
-        check_broadcastable({"sigma0": self.sigma0, "fc": self.fc})
+        check_fields_broadcast(self, ("sigma0", "fc"))
 
     def parameter_checks(self):
         return (

@@ -98,41 +98,36 @@ class Problem(eqx.Module):
     continuity_weight: Array
     node_data: Any  # (q, qd) of shape (B, W-1, n) for data-reset nodes, else None
     num_residuals: int = eqx.field(static=True)  # counted entries (the loss's N)
-    residual_size: int = eqx.field(static=True)  # length of the residual vector
     simulate_options: SimulateOptions
-    num_unknowns: int = eqx.field(static=True)
     free_shapes: tuple = eqx.field(static=True)
     batching: str = eqx.field(static=True)
+
+
+def _reference(problem: Problem, transform, theta, position):
+    """The value an `AtLeast` transform is bounded by (`None` for others): the
+    referenced parameter (free: from `theta`; fixed: its leaf)."""
+    if not isinstance(transform, AtLeast):
+        return None
+    ref = transform.reference
+    return theta[position[ref]] if ref in position else problem.fixed_leaves[ref]
 
 
 def decode(problem: Problem, u_params) -> list:
     """Unconstrained -> constrained free parameters, in `free_index` order."""
     theta: list = [None] * len(problem.free_index)
     position = {leaf: k for k, leaf in enumerate(problem.free_index)}
-    for k in problem.order:
-        transform = problem.transforms[k]
-        reference = None
-        if isinstance(transform, AtLeast):
-            ref = transform.reference
-            reference = (
-                theta[position[ref]] if ref in position else problem.fixed_leaves[ref]
-            )
-        theta[k] = transform.forward(u_params[k], reference)
+    for k in problem.order:  # references first
+        t = problem.transforms[k]
+        theta[k] = t.forward(u_params[k], _reference(problem, t, theta, position))
     return theta
 
 
 def encode(problem: Problem, theta) -> tuple:
     position = {leaf: k for k, leaf in enumerate(problem.free_index)}
-    out = []
-    for k, transform in enumerate(problem.transforms):
-        reference = None
-        if isinstance(transform, AtLeast):
-            ref = transform.reference
-            reference = (
-                theta[position[ref]] if ref in position else problem.fixed_leaves[ref]
-            )
-        out.append(transform.inverse(theta[k], reference))
-    return tuple(out)
+    return tuple(
+        t.inverse(theta[k], _reference(problem, t, theta, position))
+        for k, t in enumerate(problem.transforms)
+    )
 
 
 def rebuild(problem: Problem, theta) -> Model:
@@ -510,14 +505,12 @@ def build_problem(
     length = (num_samples - 1) // windows
     channels = 2 if use_velocity else 1
     num_residuals = batch * n * (windows * length + 1) * channels
-    residual_size = batch * n * windows * (length + 1) * channels
     node_data, nodes = None, None
     if windows > 1:
         node_q, node_qd = _node_start(experiments, windows)
         if shooting.free_nodes:
             nodes = (node_q, node_qd)
             num_residuals += 2 * batch * (windows - 1) * n
-            residual_size += 2 * batch * (windows - 1) * n
         else:
             node_data = (node_q, node_qd)
     names = _expand_names(paths, free_index, leaves)
@@ -535,9 +528,7 @@ def build_problem(
         continuity_weight=jnp.asarray(shooting.continuity_weight, float),
         node_data=node_data,
         num_residuals=num_residuals,
-        residual_size=residual_size,
         simulate_options=check_options(simulate_options),
-        num_unknowns=len(names) + (0 if nodes is None else 2 * nodes[0].size),
         free_shapes=tuple(tuple(np.shape(leaves[i])) for i in free_index),
         batching=batching,
     )

@@ -259,6 +259,14 @@ def _convert(value, kind, where: str):
         if isinstance(value, str):
             return value
         expected = "a string"
+    elif kind == "table":
+        if isinstance(value, Mapping):
+            return dict(value)
+        expected = "a table"
+    elif kind == "pair":
+        if isinstance(value, list) and len(value) == 2 and _is_numeric_array(value):
+            return [float(v) for v in value]
+        expected = "an array [lower, upper] of two numbers"
     elif kind == "solver":
         return _solver(value, where)
     elif isinstance(kind, tuple) and kind[0] == "tuple":
@@ -399,21 +407,30 @@ def check_finite_keys(table: Mapping[str, Any], keys, section: str) -> None:
                 raise ConfigError(f"{section} key {key!r}: {e}") from e
 
 
-def parse_simulate(table: Mapping[str, Any], section: str = "[simulate]") -> dict:
-    """Check and convert the ``[simulate]`` table to keywords of `simulate`."""
+def parse_table(
+    table: Any, kinds: Mapping[str, Any], section: str, required=()
+) -> dict[str, Any]:
+    """Check a TOML table against ``kinds`` (key -> kind, as `_convert` takes
+    it) and convert its values; unknown or missing keys and values of the
+    wrong type are a `ConfigError` naming the section and the key."""
     if not isinstance(table, Mapping):
         raise ConfigError(f"{section}: expected a table, got {_type_name(table)}.")
     out = {}
     for key, value in table.items():
-        if key not in SIMULATE_KEYS:
+        if key not in kinds:
             raise ConfigError(
-                f"{section} unknown key {key!r}; allowed keys: "
-                f"{', '.join(SIMULATE_KEYS)}."
+                f"{section} unknown key {key!r}; allowed keys: {', '.join(kinds)}."
             )
-        out[key] = _convert(value, SIMULATE_KEYS[key], f"{section} key {key!r}")
-    for key in SIMULATE_REQUIRED:
+        out[key] = _convert(value, kinds[key], f"{section} key {key!r}")
+    for key in required:
         if key not in out:
             raise ConfigError(f"{section}: missing required key {key!r}.")
+    return out
+
+
+def parse_simulate(table: Mapping[str, Any], section: str = "[simulate]") -> dict:
+    """Check and convert the ``[simulate]`` table to keywords of `simulate`."""
+    out = parse_table(table, SIMULATE_KEYS, section, SIMULATE_REQUIRED)
     check_simulate_ranges(out, section)
     out.setdefault("q0", 0.0)
     out.setdefault("qd0", 0.0)
@@ -513,6 +530,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "parse_simulate",
+    "parse_table",
     "read_toml",
     "simulate_options",
 ]

@@ -55,7 +55,6 @@ naming the section and key.
 """
 
 import dataclasses
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +82,7 @@ from .config import (
     check_finite_keys,
     check_ranges,
     parse_simulate,
+    parse_table,
     read_toml,
     simulate_options,
 )
@@ -98,7 +98,7 @@ SECTIONS = (
     "synthetic",
 )
 IDENTIFY_KEYS = {
-    "free": "paths",
+    "free": ("tuple", str),
     "optimizer": ("choice", ("lm", "adam")),
     "max_steps": "int",
     "learning_rate": "number",
@@ -126,8 +126,20 @@ EXPERIMENT_RANGES: dict[str, tuple[float, bool]] = {
     "t1": (0.0, True),  # synthetic records run from t = 0
     "num_samples": (2.0, False),
 }
-EXPERIMENT_KEYS = ("file", "force", "q0", "qd0", "t1", "num_samples")
-SYNTHETIC_KEYS = ("noise", "seed", "friction", "system")
+EXPERIMENT_KEYS = {
+    "file": "str",
+    "force": "table",
+    "q0": "array",
+    "qd0": "array",
+    "t1": "number",
+    "num_samples": "int",
+}
+SYNTHETIC_KEYS = {
+    "noise": "number",
+    "seed": "int",
+    "friction": "table",
+    "system": "table",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,36 +155,6 @@ class IdentifyConfig:
     true: dict[str, float]
     records: list[Record]
     raw: dict[str, Any]
-
-
-def _check_keys(table, allowed, section):
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{section}: expected a table.")
-    for key in table:
-        if key not in allowed:
-            raise ConfigError(
-                f"{section} unknown key {key!r}; allowed keys: {', '.join(allowed)}."
-            )
-
-
-def _number(value, where, kind):
-    ok = {
-        "number": isinstance(value, int | float) and not isinstance(value, bool),
-        "int": isinstance(value, int) and not isinstance(value, bool),
-        "bool": isinstance(value, bool),
-        "array": (isinstance(value, int | float) and not isinstance(value, bool))
-        or (isinstance(value, list) and all(isinstance(v, int | float) for v in value)),
-        "paths": isinstance(value, list) and all(isinstance(v, str) for v in value),
-    }
-    if isinstance(kind, tuple):
-        if value in kind[1]:
-            return value
-        raise ConfigError(
-            f"{where}: expected one of {', '.join(map(repr, kind[1]))}, got {value!r}."
-        )
-    if not ok[kind]:
-        raise ConfigError(f"{where}: expected {kind}, got {value!r}.")
-    return value
 
 
 def _check_path(model: Model, path: str, where: str) -> None:
@@ -199,10 +181,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     system = build("system", data["system"])
     friction = build("friction", data["friction"])
 
-    ident = data["identify"]
-    _check_keys(ident, IDENTIFY_KEYS, "[identify]")
-    for key, value in ident.items():
-        _number(value, f"[identify] key {key!r}", IDENTIFY_KEYS[key])
+    ident = parse_table(data["identify"], IDENTIFY_KEYS, "[identify]")
     check_ranges(ident, IDENTIFY_RANGES, "[identify]")
     if "free" not in ident or not ident["free"]:
         raise ConfigError("[identify]: missing key 'free' (the unknowns).")
@@ -210,15 +189,12 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     options = SimulateOptions()
     if "simulate" in data:
         # The options only: the experiments give the times and initial states.
-        _check_keys(data["simulate"], OPTION_KINDS, "[simulate]")
-        options = simulate_options(parse_simulate({**data["simulate"], "t1": 1.0}))
+        table = parse_table(data["simulate"], OPTION_KINDS, "[simulate]")
+        options = simulate_options(parse_simulate({**table, "t1": 1.0}))
 
     synthetic = data.get("synthetic")
     if synthetic is not None:
-        _check_keys(synthetic, SYNTHETIC_KEYS, "[synthetic]")
-        for key, kind in (("noise", "number"), ("seed", "int")):
-            if key in synthetic:
-                _number(synthetic[key], f"[synthetic] key {key!r}", kind)
+        synthetic = parse_table(synthetic, SYNTHETIC_KEYS, "[synthetic]")
         check_ranges(synthetic, SYNTHETIC_RANGES, "[synthetic]")
     entries = data["experiments"]
     if not isinstance(entries, list) or not entries:
@@ -226,10 +202,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     experiments, records = [], []
     for k, entry in enumerate(entries):
         where = f"[[experiments]] #{k}"
-        _check_keys(entry, EXPERIMENT_KEYS, where)
-        for key, kind in (("t1", "number"), ("num_samples", "int")):
-            if key in entry:
-                _number(entry[key], f"{where} key {key!r}", kind)
+        entry = parse_table(entry, EXPERIMENT_KEYS, where)
         check_ranges(entry, EXPERIMENT_RANGES, where)
         force = (
             build("force", entry["force"], section=f"{where} force")
@@ -237,9 +210,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
             else None
         )
         kw = {
-            key: np.asarray(_number(entry[key], f"{where} key {key!r}", "array"), float)
-            for key in ("q0", "qd0")
-            if key in entry
+            key: np.asarray(entry[key], float) for key in ("q0", "qd0") if key in entry
         }
         check_finite_keys(kw, ("q0", "qd0"), where)
         if synthetic is not None:
@@ -288,9 +259,12 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
         for p in free:
             if not p.startswith("experiments."):
                 true[p] = resolve_path(true_model, p)
-    for key, value in data.get("true", {}).items():
+    known = data.get("true", {})
+    for key, value in parse_table(
+        known, dict.fromkeys(known, "array"), "[true]"
+    ).items():
         _check_path(model, key, "[true]")
-        true[key] = _number(value, f"[true] key {key!r}", "array")
+        true[key] = value
         check_finite_keys(true, (key,), "[true]")
     true = {k: np.asarray(v, float) for k, v in true.items()}
 
@@ -340,21 +314,15 @@ def _synthesize(system, friction, synthetic, entry, force, kw, k) -> Record:
     where = f"[[experiments]] #{k}"
     if force is None:
         raise ConfigError(f"{where}: missing key 'force' (synthetic records).")
-    t1 = float(_number(entry["t1"], f"{where} key 't1'", "number"))
-    num = int(_number(entry["num_samples"], f"{where} key 'num_samples'", "int"))
-    noise = float(
-        _number(synthetic.get("noise", 0.0), "[synthetic] key 'noise'", "number")
-    )
-    seed = int(_number(synthetic.get("seed", 0), "[synthetic] key 'seed'", "int"))
     return synthesize_record(
         _synthetic_part(synthetic, "system", system),
         _synthetic_part(synthetic, "friction", friction),
-        np.linspace(0.0, t1, num),
+        np.linspace(0.0, entry["t1"], entry["num_samples"]),
         force=force,
         q0=kw.get("q0", 0.0),
         qd0=kw.get("qd0", 0.0),
-        noise=noise,
-        seed=[seed, k],
+        noise=synthetic.get("noise", 0.0),
+        seed=[synthetic.get("seed", 0), k],
         source=f"synthetic record {k}",
     )
 

@@ -57,10 +57,12 @@ from ..optimize import (
 from ._tables import check_sections, resolve_path
 from .config import (
     ConfigError,
+    _is_numeric_array,
     build,
     check_finite_keys,
     check_ranges,
     parse_simulate,
+    parse_table,
     read_toml,
     simulate_options,
 )
@@ -81,8 +83,8 @@ LIMITS: dict[str, type[AbstractLimit]] = {
     "TorqueLimit": TorqueLimit,
     "VelocityLimit": VelocityLimit,
 }
-OPTIMIZE_KEYS: dict[str, str] = {
-    "parameters": "names",
+OPTIMIZE_KEYS: dict[str, Any] = {
+    "parameters": ("tuple", str),
     "optimizer": "str",
     "learning_rate": "number",
     "optimizer_options": "table",
@@ -184,61 +186,21 @@ def make_optimizer(
     return opt
 
 
-def _is_numeric(value) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int | float):
-        return True
-    return isinstance(value, list) and all(_is_numeric(v) for v in value)
-
-
 def _typed(registry: dict[str, type], table, section: str):
     """An objective or a limit, built as the forces are (`build`), with its
     numbers checked finite first (a NaN target or weight would make the loss
     NaN)."""
     if isinstance(table, Mapping):
-        numbers = [k for k, v in table.items() if k != "type" and _is_numeric(v)]
+        numbers = [k for k, v in table.items() if k != "type" and _is_numeric_array(v)]
         check_finite_keys(table, numbers, section)
     return build(section, table, section=section, types=registry)
 
 
 def _optimize_table(table) -> dict[str, Any]:
-
-    if not isinstance(table, Mapping):
-        raise ConfigError("[optimize]: expected a table.")
-    out = dict(OPTIMIZE_DEFAULTS)
-    for key, value in table.items():
-        kind = OPTIMIZE_KEYS.get(key)
-        where = f"[optimize] key {key!r}"
-        if kind is None:
-            raise ConfigError(
-                f"[optimize] unknown key {key!r}; allowed keys: "
-                f"{', '.join(OPTIMIZE_KEYS)}."
-            )
-        ok = {
-            "names": isinstance(value, list)
-            and len(value) > 0
-            and all(isinstance(v, str) for v in value),
-            "str": isinstance(value, str),
-            "number": _is_numeric(value) and not isinstance(value, list),
-            "int": isinstance(value, int) and not isinstance(value, bool),
-            "table": isinstance(value, Mapping),
-            "pair": isinstance(value, list) and len(value) == 2 and _is_numeric(value),
-        }[kind]
-        if not ok:
-            expected = {
-                "names": "a non-empty array of strings",
-                "str": "a string",
-                "number": "a number",
-                "int": "an integer",
-                "table": "a table",
-                "pair": "an array [lower, upper] of two numbers",
-            }[kind]
-            raise ConfigError(f"{where}: expected {expected}.")
-        out[key] = value
-    for key in ("parameters", "max_steps"):
-        if key not in out:
-            raise ConfigError(f"[optimize]: missing required key {key!r}.")
+    required = ("parameters", "max_steps")
+    out = OPTIMIZE_DEFAULTS | parse_table(table, OPTIMIZE_KEYS, "[optimize]", required)
+    if not out["parameters"]:
+        raise ConfigError("[optimize] key 'parameters': expected at least one name.")
     check_ranges(out, OPTIMIZE_RANGES, "[optimize]")
     return out
 
@@ -412,42 +374,6 @@ def plot_history(result: OptimizeResult, *, title: str | None = None):
     return fig
 
 
-def plot_motion(
-    result: OptimizeResult,
-    *,
-    bounds: tuple[float, float] | None = None,
-    title: str | None = None,
-):
-    """Position, velocity and applied force of the best solution (with the force
-    bounds dashed), switch events dotted."""
-    from matplotlib.figure import Figure
-
-    sol = result.solution
-    ts = np.asarray(sol.ts)
-    fig = Figure(figsize=(7.0, 7.0), layout="constrained")
-    axes = fig.subplots(3, 1, sharex=True)
-    rows = (
-        (np.asarray(sol.q), "position q"),
-        (np.asarray(sol.qd), "velocity q̇"),
-        (np.asarray(applied_force(sol, result.force)), "applied force τ"),
-    )
-    events = np.asarray(sol.event_times)
-    for ax, (values, label) in zip(axes, rows, strict=True):
-        for i in range(values.shape[1]):
-            ax.plot(ts, values[:, i], lw=1.2, label=f"{label}$_{i}$")
-        for t in events[np.isfinite(events)]:
-            ax.axvline(float(t), color="0.7", lw=0.6, ls=":", zorder=0)
-        ax.set_ylabel(label)
-        ax.grid(True, lw=0.3)
-    if bounds is not None:
-        for b in bounds:
-            axes[2].axhline(b, color="k", lw=0.8, ls="--")
-    axes[2].set_xlabel("time t [s]")
-    if title:
-        fig.suptitle(title)
-    return fig
-
-
 __all__ = [
     "LIMITS",
     "OBJECTIVES",
@@ -458,6 +384,5 @@ __all__ = [
     "parameter_selector",
     "parse_optimize_config",
     "plot_history",
-    "plot_motion",
     "report",
 ]

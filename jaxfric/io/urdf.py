@@ -375,15 +375,7 @@ def build_urdf(
     return system, Coulomb(fc)
 
 
-def load_urdf(
-    path: str | os.PathLike,
-    *,
-    gravity=(0.0, 0.0, -9.81),
-    damping=None,
-    friction=None,
-    armature=0.0,
-    friction_joints=None,
-) -> tuple[RigidBodyTree, Coulomb]:
+def load_urdf(path: str | os.PathLike, **options) -> tuple[RigidBodyTree, Coulomb]:
     """Load a fixed-base robot from a URDF file.
 
     ``<dynamics damping>`` becomes viscous joint damping in the system's bias
@@ -396,17 +388,10 @@ def load_urdf(
 
     Args:
         path: the ``.urdf`` file.
-        gravity, damping, friction, armature, friction_joints: see `build_urdf`.
+        **options: `gravity`, `damping`, `friction`, `armature`,
+            `friction_joints`, as for `build_urdf`.
 
     Returns:
         ``(system, law)``, a `RigidBodyTree` and a `Coulomb` law.
     """
-    robot = parse_urdf(path)
-    return build_urdf(
-        robot,
-        gravity=gravity,
-        damping=damping,
-        friction=friction,
-        armature=armature,
-        friction_joints=friction_joints,
-    )
+    return build_urdf(parse_urdf(path), **options)

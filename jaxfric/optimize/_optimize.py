@@ -109,19 +109,6 @@ class OptimizeResult(AbstractMinimiseResult):
     best_index: int | None
 
 
-def _mapped(fn, batched: bool, n_shared: int):
-    """`fn` itself, or `fn` vmapped over every argument after the first
-    `n_shared` ones."""
-    if not batched:
-        return fn
-
-    def wrapped(*args):
-        shared, own = args[:n_shared], args[n_shared:]
-        return eqx.filter_vmap(lambda *o: fn(*shared, *o))(*own)
-
-    return wrapped
-
-
 def _objective(params, problem: Problem):
     """`problem.objective` in the form the core takes."""
     value, aux = problem.objective(params)
@@ -238,26 +225,21 @@ def optimize(
         if batched:
             raise ValueError("`batched=True` needs a batch of initial `params0`.")
         params0 = problem.initial_params()
-    template = problem.initial_params()
+    expected = jax.tree.map(np.shape, problem.initial_params())
     params = jax.tree.map(lambda x: jnp.asarray(x, dtype=float), params0)
-    size = None
-    if batched:
-        size = _batch_size(params)
-        shapes = jax.tree.map(lambda x: np.shape(x)[1:], params)
-    else:
-        shapes = jax.tree.map(np.shape, params)
-    if jax.tree.structure(shapes) != jax.tree.structure(
-        jax.tree.map(np.shape, template)
-    ) or jax.tree.leaves(shapes) != jax.tree.leaves(jax.tree.map(np.shape, template)):
+    size = _batch_size(params) if batched else None
+    shapes = jax.tree.map(lambda x: x.shape[1:] if batched else x.shape, params)
+    if shapes != expected:
         raise ValueError(
             "`params0` must have the structure and shapes of "
-            f"`problem.initial_params()` ({jax.tree.map(np.shape, template)}"
+            f"`problem.initial_params()` ({expected}"
             f"{', with a leading batch axis' if batched else ''}); got "
             f"{jax.tree.map(np.shape, params)}."
         )
+    each = eqx.filter_vmap if batched else lambda fn: fn
     if project is not None:
-        params = _mapped(project, batched, 0)(params)
-    opt_state = _mapped(optimizer.init, batched, 0)(params)
+        params = each(project)(params)
+    opt_state = each(optimizer.init)(params)
     inf = jnp.full(() if size is None else (size,), jnp.inf, dtype=float)
     carry = strong((params, opt_state, Best(inf, params)))
 

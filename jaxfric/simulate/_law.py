@@ -1,7 +1,5 @@
-"""The root of the friction laws: the protocol `simulate` consumes (the law
-families and their sign convention are in `jaxfric.friction`). It lives here,
-not in `jaxfric.friction`, so that simulate imports nothing from the laws
-while the law families import their paths from simulate."""
+"""The root of the friction laws, the protocol `simulate` consumes (here, so
+that simulate imports nothing from `jaxfric.friction`, which imports its paths)."""
 
 from typing import TYPE_CHECKING
 
