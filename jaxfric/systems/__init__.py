@@ -8,5 +8,6 @@ from ._lumped import (
     StackedBlocks as StackedBlocks,
     TwoMass as TwoMass,
 )
+from ._mechanisms import four_bar as four_bar
 from ._planar import TwoLinkArm as TwoLinkArm
 from .rigid import RigidBodyTree as RigidBodyTree

@@ -277,7 +277,9 @@ class ClosedChain(AbstractSystem):
                     "`independent` must be given when the tree or `q_guess` is traced "
                     "(the automatic choice needs concrete values)."
                 )
-            independent = _choose_independent(self.closure_jacobian(q_guess))
+            # Provisional partition, so that the module is complete for `jit`.
+            self.independent, self.dependent = (), tuple(range(n))
+            independent = _choose_independent(_closure_jacobian_jit(self, q_guess))
         self.independent = _coordinate_indices(
             "independent", independent, tree.joint_names
         )
@@ -291,7 +293,7 @@ class ClosedChain(AbstractSystem):
         """`q_guess` (concrete) assembled, after checking that the loops fix
         exactly the dependent coordinates there; raise naming the problem
         otherwise."""
-        jac = np.asarray(self.closure_jacobian(self.q_guess))
+        jac = np.asarray(_closure_jacobian_jit(self, self.q_guess))
         rank = _rank(jac)
         n, k = self.tree.n_dof, len(self.independent)
         if rank != n - k:
@@ -300,6 +302,17 @@ class ClosedChain(AbstractSystem):
                 f"the mechanism has {n - rank} degrees of freedom; got {k} "
                 f"independent coordinates {self.independent}."
             )
+        z0 = self.q_guess[jnp.asarray(self.independent)]
+        y, ok, res = _newton_jit(self, z0)
+        if not bool(ok):
+            raise ValueError(
+                "`q_guess` cannot be assembled: Gauss–Newton on the closure "
+                f"equations ended with residual {float(res):.3e} > tol={self.tol} "
+                "(give a configuration closer to an assembled one, or other "
+                "independent coordinates)."
+            )
+        q = self._full(z0, y)
+        jac = np.asarray(_closure_jacobian_jit(self, q))
         dep_rank = _rank(jac[:, list(self.dependent)]) if self.dependent else 0
         if dep_rank != len(self.dependent):
             raise ValueError(
@@ -309,15 +322,7 @@ class ClosedChain(AbstractSystem):
                 f"{len(self.dependent)} (choose other independent joints, or leave "
                 "`independent` to the automatic choice)."
             )
-        z0 = self.q_guess[jnp.asarray(self.independent)]
-        y, ok, res = self._newton(z0)
-        if not bool(ok):
-            raise ValueError(
-                "`q_guess` cannot be assembled: Gauss–Newton on the closure "
-                f"equations ended with residual {float(res):.3e} > tol={self.tol} "
-                "(give a configuration closer to an assembled one)."
-            )
-        return self._full(z0, y)
+        return q
 
     # -- sizes ----------------------------------------------------------------------
 
@@ -368,6 +373,7 @@ class ClosedChain(AbstractSystem):
             poses.append((rot_a, pos_a, rot_b, pos_b))
         return poses, subspace
 
+    @eqx.filter_jit
     def closure_residual(self, q: Float[Array, " tree"]) -> Float[Array, " k"]:
         """``Φ(q)``: the closure equations of every loop at tree coordinates `q`,
         m (positions) and dimensionless (orientations)."""
@@ -398,6 +404,7 @@ class ClosedChain(AbstractSystem):
             jacs.append(jac)
         return jnp.concatenate(phis), jnp.concatenate(jacs)
 
+    @eqx.filter_jit
     def closure_jacobian(self, q: Float[Array, " tree"]) -> Float[Array, "k tree"]:
         """``Φ_q(q)``, shape ``(n_equations, n_tree)``."""
         return self._residual_and_jacobian(q)[1]
@@ -426,35 +433,32 @@ class ClosedChain(AbstractSystem):
             return y - _lstsq_solve(jac[:, dep], phi), jnp.max(jnp.abs(phi)), k + 1
 
         nan = jnp.asarray(jnp.nan, dtype=self.q_guess.dtype)
-        y, res, _ = jax.lax.while_loop(cond, body, (self.q_guess[dep], nan, 0))
+        y0 = self.q_guess[dep]
+        y, res, _ = jax.lax.while_loop(cond, body, (y0, nan, 0))
+        # Whole turns of a revolute joint are the same configuration: report
+        # the angle within half a turn of the guess.
+        types = self.tree.model.joint_types
+        turning = np.array([types[i] != "prismatic" for i in self.dependent])
+        turns = jnp.round((y - y0) / (2 * np.pi))
+        y = jnp.where(turning, y - 2 * np.pi * turns, y)
         return y, res <= self.tol, res
 
+    @eqx.filter_jit
     def assemble(self, z: Vector) -> Float[Array, " tree"]:
         """The tree coordinates ``q(z)`` of the assembled mechanism, rad or m,
         shape ``(n_tree,)``; NaN where the closure solve fails (singular or
         unassemblable configuration).
 
-        Derivatives (with respect to `z` and the parameters) are the implicit
-        ones, ``dy = −Φ_y⁺ (Φ_z dz + Φ_θ dθ)``: the converged solution
-        ``y*`` (not differentiated) is returned as ``y* − Φ_y⁺ Φ(z, y*)``
-        with ``Φ_y`` held constant, which adds them without changing the value
-        beyond the tolerance.
+        Derivatives (with respect to `z` and every parameter) are the implicit
+        ones, ``dy = −Φ_y⁺ (Φ_z dz + Φ_θ dθ)`` (a custom JVP: the Gauss–Newton
+        iterations are not differentiated).
         """
         self.check_vectors(q=z)
         if not self.dependent:
             return self._full(z, jnp.zeros(0, dtype=z.dtype))
-        frozen = jax.lax.stop_gradient(eqx.filter(self, eqx.is_array))
-        frozen = eqx.combine(frozen, eqx.filter(self, eqx.is_array, inverse=True))
-        y_star, ok, _ = frozen._newton(jax.lax.stop_gradient(z))
-        y_star = jax.lax.stop_gradient(y_star)
-        # Φ_y at the solution, held constant: it multiplies Φ(z, y*) ≈ 0.
-        jac = frozen.closure_jacobian(frozen._full(jax.lax.stop_gradient(z), y_star))
-        jac = jax.lax.stop_gradient(jac[:, jnp.asarray(self.dependent, int)])
-        correction = _lstsq_solve(jac, self.closure_residual(self._full(z, y_star)))
-        # Value y* (converged); derivative the implicit one.
-        y = y_star - (correction - jax.lax.stop_gradient(correction))
-        return self._full(z, jnp.where(ok, y, jnp.nan))
+        return self._full(z, _dependent_coordinates(self, z))
 
+    @eqx.filter_jit
     def velocity_map(self, q: Float[Array, " tree"]) -> Float[Array, "tree dof"]:
         """``R = ∂q/∂z`` at assembled tree coordinates `q`: rows of the
         independent coordinates are the identity, those of the dependent ones
@@ -471,6 +475,7 @@ class ClosedChain(AbstractSystem):
             )
         return rows
 
+    @eqx.filter_jit
     def tree_state(self, z: Vector, zd: Vector):
         """The tree's state ``(q, q̇, R, c)`` at ``(z, ż)``: coordinates,
         velocities ``q̇ = R ż``, the velocity map ``R`` and the velocity-product
@@ -516,6 +521,7 @@ class ClosedChain(AbstractSystem):
         c = _velocity_terms(self, q, qd)[1]
         return c[jnp.asarray(self.tree.friction_joints, int)]
 
+    @eqx.filter_jit
     def inverse_dynamics(self, q: Vector, qd: Vector, qdd: Vector) -> Vector:
         """Generalised forces along the independent coordinates producing ``z̈``
         without friction: ``Rᵀ (M q̈ + h)`` with ``q̈ = R z̈ + c`` (for actuated
@@ -527,6 +533,7 @@ class ClosedChain(AbstractSystem):
 
     # -- reactions ---------------------------------------------------------------------
 
+    @eqx.filter_jit
     def loop_forces(
         self,
         q: Vector,
@@ -555,6 +562,7 @@ class ClosedChain(AbstractSystem):
         jac = self.closure_jacobian(q_tree)
         return jnp.linalg.lstsq(jac.T, lhs)[0]
 
+    @eqx.filter_jit
     def joint_wrenches(
         self,
         q: Vector,
@@ -591,6 +599,44 @@ class ClosedChain(AbstractSystem):
                 if bodies[link] >= 0:
                     out = out.at[bodies[link]].add(g.T @ mult)
         return out
+
+
+@eqx.filter_custom_jvp
+def _dependent_coordinates(chain: ClosedChain, z):
+    """``y(z)`` by Gauss–Newton; NaN where it fails."""
+    y, ok, _ = chain._newton(z)
+    return jnp.where(ok, y, jnp.nan)
+
+
+@_dependent_coordinates.def_jvp
+def _dependent_coordinates_jvp(primals, tangents):
+    # Implicit function theorem on Φ(θ, z, y(θ, z)) = 0.
+    chain, z = primals
+    t_chain, t_z = jax.tree.map(
+        lambda p, t: jnp.zeros_like(p) if t is None and eqx.is_inexact_array(p) else t,
+        primals,
+        tangents,
+    )
+    y = _dependent_coordinates(chain, z)
+
+    def residual(chain, z):
+        return chain.closure_residual(chain._full(z, y))
+
+    _, d_phi = eqx.filter_jvp(residual, (chain, z), (t_chain, t_z))
+    jac = chain.closure_jacobian(chain._full(z, y))
+    return y, -_lstsq_solve(jac[:, jnp.asarray(chain.dependent, int)], d_phi)
+
+
+# Construction-time checks run these on concrete values: compiled once per
+# chain structure instead of dispatched op by op.
+@jax.jit
+def _newton_jit(chain: ClosedChain, z):
+    return chain._newton(z)
+
+
+@jax.jit
+def _closure_jacobian_jit(chain: ClosedChain, q):
+    return chain.closure_jacobian(q)
 
 
 # The simulation evaluates these at many points of its traced program: jitted,

@@ -1,0 +1,261 @@
+"""Closed chains (`ClosedChain`): a planar four-bar against Pinocchio's
+`constraintDynamics`, closed-form kinematics and statics, and a crank that holds
+its load by Coulomb friction (exact stick, breakaway at the closed-form time)."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxfric as jf
+from jaxfric.systems import ClosedChain, LoopJoint
+
+pin = pytest.importorskip("pinocchio")
+
+# Crank a, coupler b, rocker c, ground d (a Grashof crank-rocker: the crank
+# turns fully), rods of masses M along their x axes, planar in x-y.
+A, B, C, D = 0.4, 1.0, 0.8, 1.0
+LENGTHS = np.array([A, B, C])
+MASSES = np.array([1.0, 2.0, 1.5])
+G = 9.81
+INERTIA = np.stack(
+    [
+        np.diag([1e-4, m * L**2 / 12, m * L**2 / 12])
+        for m, L in zip(MASSES, LENGTHS, strict=True)
+    ]
+)
+
+
+def fourbar_angles(theta):
+    """Closed form: crank angle -> (crank, coupler relative, rocker) angles of
+    the open-elbow assembly mode."""
+    p = A * np.array([np.cos(theta), np.sin(theta)])
+    d = np.array([D, 0.0])
+    dist = np.linalg.norm(d - p)
+    ex = (d - p) / dist
+    x = (B**2 - C**2 + dist**2) / (2 * dist)
+    h = np.sqrt(B**2 - x**2)
+    joint = p + x * ex + h * np.array([-ex[1], ex[0]])
+    phi = np.arctan2(joint[1] - p[1], joint[0] - p[0])
+    psi = np.arctan2(joint[1] - d[1], joint[0] - d[0])
+    return np.array([theta, phi - theta, psi])
+
+
+def potential(theta):
+    """Gravity potential of the four-bar (gravity along -y), J."""
+    th, q1, q2 = fourbar_angles(theta)
+    y0 = A / 2 * np.sin(th)
+    y1 = A * np.sin(th) + B / 2 * np.sin(th + q1)
+    y2 = C / 2 * np.sin(q2)
+    return G * (MASSES[0] * y0 + MASSES[1] * y1 + MASSES[2] * y2)
+
+
+def make_chain(friction_joints=("crank",)):
+    return jf.systems.four_bar(
+        A, B, C, D, masses=MASSES, crank_angle=THETA0, friction_joints=friction_joints
+    )
+
+
+THETA0 = np.pi / 3
+
+
+@pytest.fixture(scope="module")
+def chain():
+    return make_chain()
+
+
+def pinocchio_fourbar():
+    model = pin.Model()
+    model.gravity = pin.Motion(np.array([0.0, -G, 0.0, 0.0, 0.0, 0.0]))
+    place = [np.zeros(3), np.array([A, 0, 0]), np.array([D, 0, 0])]
+    joints = []
+    for parent, p in zip((0, 1, 0), place, strict=True):
+        jid = model.addJoint(parent, pin.JointModelRZ(), pin.SE3(np.eye(3), p), "j")
+        joints.append(jid)
+    for jid, m, L, inertia in zip(joints, MASSES, LENGTHS, INERTIA, strict=True):
+        model.appendBodyToJoint(
+            jid, pin.Inertia(m, np.array([L / 2, 0, 0]), inertia), pin.SE3.Identity()
+        )
+    constraint = pin.RigidConstraintModel(
+        pin.ContactType.CONTACT_3D,
+        model,
+        joints[1],
+        pin.SE3(np.eye(3), np.array([B, 0, 0])),
+        joints[2],
+        pin.SE3(np.eye(3), np.array([C, 0, 0])),
+        pin.ReferenceFrame.LOCAL,
+    )
+    models = pin.StdVec_RigidConstraintModel()
+    models.append(constraint)
+    datas = pin.StdVec_RigidConstraintData()
+    datas.append(constraint.createData())
+    data = model.createData()
+    pin.initConstraintDynamics(model, data, models, datas)
+    return model, data, models, datas
+
+
+def test_assemble_matches_closed_form(chain):
+    for theta in (0.1, 1.5, 2.9, -2.0):
+        q = chain.assemble(jnp.array([theta]))
+        turns = (np.asarray(q) - fourbar_angles(theta) + np.pi) % (2 * np.pi) - np.pi
+        np.testing.assert_allclose(turns, 0.0, rtol=0, atol=1e-12)
+        assert np.all(np.abs(np.asarray(q) - chain.q_guess) <= np.pi)
+        assert np.max(np.abs(chain.closure_residual(q))) <= 1e-12
+
+
+def test_assemble_derivatives_are_the_implicit_ones(chain):
+    theta, h = 0.8, 1e-6
+    jac = jax.jacfwd(chain.assemble)(jnp.array([theta]))[:, 0]
+    central = (fourbar_angles(theta + h) - fourbar_angles(theta - h)) / (2 * h)
+    np.testing.assert_allclose(jac, central, rtol=1e-8, atol=1e-9)
+
+    # A parameter: the ground link's length (the rocker pivot's x).
+    def rocker(d):
+        pos = chain.tree.model.origin_translation.at[2, 0].set(d)
+        moved = eqx.tree_at(lambda c: c.tree.model.origin_translation, chain, pos)
+        return moved.assemble(jnp.array([theta]))[2]
+
+    grad = jax.grad(rocker)(D)
+    central = (rocker(D + h) - rocker(D - h)) / (2 * h)
+    np.testing.assert_allclose(grad, central, rtol=1e-7)
+
+
+@jax.jit
+def _pinocchio_comparands(chain, z, zd, tau, friction):
+    """Tree state and accelerations, loop forces, inverse dynamics: one compile."""
+    q, qd, rows, c = chain.tree_state(z, zd)
+    zdd = chain.acceleration(z, zd, tau, friction)
+    lam = chain.loop_forces(z, zd, zdd, tau, friction)
+    drive = chain.inverse_dynamics(z, zd, zdd)
+    return q, qd, rows @ zdd + c, lam, drive, chain.friction_jacobian(z).T @ friction
+
+
+def test_forward_dynamics_and_loop_forces_match_pinocchio():
+    chain = make_chain(friction_joints=("crank", "rocker"))  # a passive joint too
+    model, data, models, datas = pinocchio_fourbar()
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        z = jnp.array([rng.uniform(-np.pi, np.pi)])
+        zd = jnp.array([rng.normal() * 2])
+        tau = jnp.array([rng.normal() * 5])
+        friction = jnp.asarray(rng.normal(size=2))
+        q, qd, qdd, lam, drive, fric_z = _pinocchio_comparands(
+            chain, z, zd, tau, friction
+        )
+        tau_tree = np.zeros(3)
+        tau_tree[0] += float(tau[0]) - float(friction[0])
+        tau_tree[2] -= float(friction[1])
+        ddq = pin.constraintDynamics(
+            model,
+            data,
+            np.asarray(q),
+            np.asarray(qd),
+            tau_tree,
+            models,
+            datas,
+            pin.ProximalSettings(1e-14, 1e-12, 50),
+        )
+        np.testing.assert_allclose(qdd, ddq, rtol=1e-9, atol=1e-9 * np.abs(ddq).max())
+        # Loop force on the rocker from the coupler, world axes; Pinocchio's
+        # contact force is expressed in the coupler-side (LOCAL) frame.
+        rot1 = np.asarray(data.oMi[2].rotation)
+        world = rot1 @ np.asarray(datas[0].contact_force.linear)
+        np.testing.assert_allclose(np.abs(lam[:2]), np.abs(world[:2]), rtol=1e-8)
+        np.testing.assert_allclose(lam, -world, rtol=1e-8, atol=1e-9)
+        # Inverse dynamics gives back the drive torque (without friction).
+        np.testing.assert_allclose(drive, tau - fric_z, rtol=1e-10)
+
+
+def test_gravity_load_is_the_potential_gradient(chain):
+    for theta in (THETA0, 2.0):
+        h = 1e-5
+        expected = (potential(theta + h) - potential(theta - h)) / (2 * h)
+        got = chain.bias_force(jnp.array([theta]), jnp.array([0.0]))[0]
+        np.testing.assert_allclose(got, expected, rtol=1e-8)
+
+
+def test_joint_wrenches_balance_the_loop(chain):
+    # The rocker's joint carries its own weight and the loop force: moments
+    # about the rocker pivot of gravity and the loop force balance the
+    # rocker's joint torque (zero: no drive) in statics.
+    z, zd, zdd = jnp.array([THETA0]), jnp.zeros(1), jnp.zeros(1)
+    tau = chain.inverse_dynamics(z, zd, zdd)
+    wrenches = chain.joint_wrenches(z, zd, zdd, tau, jnp.zeros(1))
+    np.testing.assert_allclose(wrenches[2, 2], 0.0, atol=1e-10)  # passive joint
+    np.testing.assert_allclose(wrenches[1, 2], 0.0, atol=1e-10)
+    np.testing.assert_allclose(wrenches[0, 2], tau[0], rtol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def breakaway_run(chain):
+    """Crank friction ``Fc`` holds the gravity load while ``|k t − g(θ0)| < Fc``."""
+    fc, rate, t1 = 5.0, 2.0, 4.6
+
+    @jax.jit
+    def run(chain, fc):
+        return jf.simulate(
+            chain,
+            jf.Coulomb(fc=fc),
+            q0=jnp.array([THETA0]),
+            qd0=jnp.zeros(1),
+            t1=t1,
+            force=lambda t, q, qd: jnp.array([rate * t]),
+            ts=jnp.linspace(0.0, t1, 47),
+        )
+
+    return run(chain, fc), fc, rate
+
+
+def test_crank_holds_its_load_exactly_then_breaks_away(chain, breakaway_run):
+    sol, fc, rate = breakaway_run
+    h = 1e-5
+    load = (potential(THETA0 + h) - potential(THETA0 - h)) / (2 * h)
+    t_break = (fc + load) / rate  # k t − g = Fc
+    assert sol.result == jf.RESULTS.successful
+    np.testing.assert_allclose(sol.event_times[0], t_break, atol=1e-8)
+    stuck = np.asarray(sol.ts) < t_break
+    assert np.all(np.asarray(sol.qd)[stuck] == 0.0)
+    assert np.all(np.asarray(sol.q)[stuck] == THETA0)
+    assert np.all(np.asarray(sol.modes)[stuck] == 0)
+    assert np.all(np.asarray(sol.qd)[~stuck] > 0.0)
+    # Stick force: the load the crank holds, k t − g(θ0).
+    np.testing.assert_allclose(
+        np.asarray(sol.friction)[stuck, 0],
+        rate * np.asarray(sol.ts)[stuck] - load,
+        rtol=1e-8,
+        atol=1e-8,
+    )
+    residual = jax.vmap(lambda z: chain.closure_residual(chain.assemble(z)))(sol.q)
+    assert float(jnp.max(jnp.abs(residual))) <= 1e-10
+
+
+def test_bad_input_is_named(chain):
+    tree, loop = chain.tree, chain.loops[0]
+    guess = fourbar_angles(THETA0)
+    with pytest.raises(ValueError, match="1 degrees of freedom; got 2 independent"):
+        ClosedChain(tree, [loop], independent=[0, 1], q_guess=guess)
+    far = LoopJoint("ball", "coupler_link", "rocker_link", translation_a=(9.0, 0, 0))
+    with pytest.raises(ValueError, match="cannot be assembled"):
+        ClosedChain(tree, [far], independent=[0], q_guess=guess)
+    with pytest.raises(ValueError, match="no link named 'nope'"):
+        ClosedChain(tree, [LoopJoint("ball", "coupler_link", "nope")], independent=[0])
+    with pytest.raises(ValueError, match="kind 'hinge' is not supported"):
+        LoopJoint("hinge", "coupler_link", "rocker_link")
+    with pytest.raises(ValueError, match="`q_guess` must have shape"):
+        ClosedChain(tree, [loop], independent=[0], q_guess=[0.0])
+    with pytest.raises(ValueError, match="cannot be assembled at crank_angle"):
+        jf.systems.four_bar(0.4, 0.3, 0.3, 1.0)  # the diagonal exceeds 0.6 m
+
+
+def test_automatic_independent_choice_and_unreachable_configuration(chain):
+    # The rocker swings within a range; outside it the chain cannot close and
+    # every quantity is NaN (a simulation reports `nonfinite_state`).
+    tree, loop = chain.tree, chain.loops[0]
+    rocker = ClosedChain(tree, [loop], independent=["rocker"], q_guess=chain.q_guess)
+    assert rocker.independent == (2,) and rocker.dependent == (0, 1)
+    psi = fourbar_angles(THETA0)[2]
+    assert np.all(np.isfinite(rocker.mass_matrix(jnp.array([psi]))))
+    assert np.all(np.isnan(rocker.mass_matrix(jnp.array([0.0]))))  # |C| > A + B
+    auto = ClosedChain(tree, [loop], q_guess=chain.q_guess)
+    assert len(auto.independent) == 1
