@@ -26,6 +26,23 @@ def test_constant_and_function_force():
     _close(fn(2.0, jnp.array([0.5, 1.0]), jnp.array([0.1, 0.2])), [2.9, 3.8])
 
 
+def test_callable_closing_over_a_traced_value():
+    # `simulate` closure-converts a plain callable: a value it closes over that
+    # is traced under `jit` is an input, not a constant leaked out of its trace.
+    system = jf.systems.Oscillator(mass=1.0, stiffness=1.0)
+
+    @jax.jit
+    def final(a):
+        force = lambda t, q, qd: a * jnp.sin(2.0 * t)  # noqa: E731
+        sol = jf.simulate(system, jf.Coulomb(1.0), 0.0, 0.0, 4.0, force=force)
+        return sol.q[-1, 0]
+
+    module = jf.simulate(
+        system, jf.Coulomb(1.0), 0.0, 0.0, 4.0, force=jf.forces.Sine(1.5, 2.0)
+    )
+    np.testing.assert_allclose(final(1.5), module.q[-1, 0], rtol=1e-12)
+
+
 def test_sine_formula():
     force = jf.forces.Sine(amplitude=[1.5, -0.5], omega=2.0, phase=0.3, offset=0.1)
     for t in (0.0, 0.7, 3.2):

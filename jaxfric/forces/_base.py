@@ -75,14 +75,19 @@ class AbstractStatelessForce(AbstractForce):
 class FunctionForce(AbstractStatelessForce):
     """Any JAX-traceable callable ``fn(t, q, qd) -> τ`` as an applied force.
 
-    Parameters the callable closes over are constants to `simulate`; to
-    differentiate with respect to them, write an `eqx.Module` force instead.
+    `name` names it in error messages (default: `fn`'s name). `simulate`
+    closure-converts a plain callable it is given, so that traced
+    values the callable closes over (a parameter under `jax.grad`) are inputs
+    of the force and can be differentiated; an `eqx.Module` force with the
+    parameters as fields does the same explicitly.
     """
 
     fn: Callable
+    name: str | None = eqx.field(static=True, default=None)
 
     def __call__(self, t, q, qd):
-        return self.fn(t, q, qd)
+        # A closure-converted `fn` takes arrays of its example's dtypes only.
+        return self.fn(jnp.asarray(t, dtype=q.dtype), q, qd)
 
 
 class Constant(AbstractStatelessForce):

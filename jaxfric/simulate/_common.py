@@ -15,12 +15,19 @@ from ._law import AbstractFrictionLaw
 from ._solution import RESULTS
 
 
-def as_force(force) -> AbstractForce | None:
-    """`None`, an `AbstractForce`, or a callable ``fn(t, q, qd)`` -> a force."""
+def as_force(force, t0, q0, qd0) -> AbstractForce | None:
+    """`None`, an `AbstractForce`, or a callable ``fn(t, q, qd)`` -> a force.
+
+    A callable is closure-converted at ``(t0, q0, qd0)``: values it closes over
+    that are traced (under `jit`, `grad`, `vmap`) become inputs of the force
+    instead of constants that leak out of their trace, so `jax.grad` with
+    respect to them works."""
     if force is None or isinstance(force, AbstractForce):
         return force
     if isinstance(force, Callable):
-        return FunctionForce(force)
+        t0 = jnp.asarray(t0, dtype=q0.dtype)
+        name = getattr(force, "__qualname__", None) or type(force).__name__
+        return FunctionForce(eqx.filter_closure_convert(force, t0, q0, qd0), name)
     raise TypeError(
         "`force` must be None, a jaxfric.forces force, or a callable "
         f"fn(t, q, qd); got {type(force).__name__}."
@@ -351,7 +358,7 @@ def force_name(force: AbstractForce) -> str:
     """How error messages name a force: its callable's name, or its class."""
     if isinstance(force, FunctionForce):
         fn = force.fn
-        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        name = force.name or getattr(fn, "__qualname__", None) or type(fn).__name__
         return f"the force callable `{name}`"
     return f"the force `{type(force).__name__}`"
 

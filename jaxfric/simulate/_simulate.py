@@ -136,7 +136,7 @@ def simulate(
     ts = save_times(t0, t1, ts, num_save)
     if options.friction_state0 is not None:
         check_finite("friction_state0", options.friction_state0)
-    force = as_force(force)
+    force = as_force(force, t0, q0, qd0)
     if throw:
         # Before `_solve`: under an eager vmap or grad, fails without compiling.
         checks = parameter_checks((system, friction, force))
