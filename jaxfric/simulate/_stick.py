@@ -2,7 +2,9 @@
 
 Shared by every path that has to hold elements stuck: the event-driven switch
 path and the Karnopp band. Modes per friction element: ``+1`` slipping forward,
-``-1`` slipping backward, ``0`` stuck.
+``-1`` slipping backward, ``0`` stuck. Delassus matrices may be semidefinite
+(redundant elements, `psd_solve`); the mode choice at an event falls back on a
+box-constrained LCP (`_lcp.box_lcp`), not on enumerating ``3^m`` mode sets.
 """
 
 from typing import NamedTuple
@@ -102,7 +104,8 @@ def _eliminate(a: jax.Array, b: jax.Array, tol: float):
 
 def _unrolled_psd_solve(a: jax.Array, b: jax.Array, tol: float):
     """`small_solve` skipping zero pivots as `_eliminate` does: bit for bit
-    `small_solve` where no pivot is zero. Returns ``(x, singular)``."""
+    `small_solve` where no pivot is zero. Returns ``(x, upper, singular)``,
+    ``upper`` as in `_eliminate`."""
     n = a.shape[0]
     rows = [[a[i, j] for j in range(n)] for i in range(n)]
     rhs = [b[i] for i in range(n)]
@@ -123,7 +126,14 @@ def _unrolled_psd_solve(a: jax.Array, b: jax.Array, tol: float):
         for j in range(k + 1, n):
             acc = acc - rows[k][j] * x[j]
         x[k] = jnp.where(zeros[k], 0.0, acc / pivots[k])
-    return jnp.stack(x), jnp.stack(zeros)
+    zero = jnp.zeros((), a.dtype)
+    upper = [
+        [zero] * i
+        + [pivots[i]]
+        + [jnp.where(zeros[i], 0.0, v) for v in rows[i][i + 1 :]]
+        for i in range(n)
+    ]
+    return jnp.stack(x), jnp.stack([jnp.stack(r) for r in upper]), jnp.stack(zeros)
 
 
 def psd_solve(
@@ -156,17 +166,16 @@ def psd_solve(
         upper, rhs, singular = _eliminate(a, b, tol)
         x = _upper_solve(upper, rhs)
     else:
-        x, singular = _unrolled_psd_solve(a, b, tol)
+        x, upper, singular = _unrolled_psd_solve(a, b, tol)
     weights = jnp.ones(n, a.dtype) if weights is None else weights
 
     def least_norm(x):
-        # Rare: eliminate again as a loop for the null vectors of the zero
-        # pivots, the columns of upper⁻¹ diag(singular).
-        upper, _, singular = _eliminate(a, b, tol)
+        # The null vectors of the zero pivots: columns of upper⁻¹ diag(singular).
         null = _upper_solve(upper, jnp.diag(singular.astype(a.dtype)))
         scaled = null / weights[:, None]
         gram = null.T @ scaled + jnp.diag((~singular).astype(a.dtype))
-        return x - null @ jnp.linalg.solve(gram, scaled.T @ x)
+        factor = jax.scipy.linalg.cho_factor(gram)
+        return x - null @ jax.scipy.linalg.cho_solve(factor, scaled.T @ x)
 
     # Only when some member of a batch needs it (under `vmap` a batched
     # predicate would run it for all).
@@ -334,7 +343,7 @@ def consistent_modes(
     at_zero: jax.Array,
     released: jax.Array | None = None,
     *,
-    release_first: bool = True,
+    release_first: bool | jax.Array = True,
 ) -> tuple[Int[jax.Array, " m"], jax.Array]:
     """Choose modes for the elements at zero slip velocity (Farhat et al. 2010,
     Sec. 4.2 and Eq. 5–8).
@@ -352,20 +361,30 @@ def consistent_modes(
     round, and stuck if it was turned before. At most ``3m`` iterations.
 
     If these modes are inconsistent (coupled elements with near ties; a chain
-    of releases longer than ``3m``), the modes come from the box-constrained
-    LCP of the elements at zero velocity with their static limits as bounds
-    (`box_lcp`; Cottle, Pang & Stone 1992; Acary & Brogliato 2008): its slip
-    accelerations are unique even for a semidefinite Delassus matrix
-    (redundant elements), elements with zero slip acceleration stick and the
-    others slip the way they accelerate. When the static and the kinetic
-    level at zero velocity are equal (Coulomb, Farhat Eq. 4), the consistent
-    mode sets are exactly the LCP's solutions, so this is the consistent set
-    with the most stuck elements. When the kinetic level is lower, the slipping
-    elements are then held at it and the LCP of the rest solved again, until
-    no further element slips (a breakaway cascade: the choice keeps as many
-    elements stuck as the static limits allow given those that must slip).
-    The modes are then checked as above, after up to ``3m`` more iterations
-    of the first stage; `consistent` is that check, never assumed.
+    of releases longer than ``3m``), or leave an element of `at_zero` slipping
+    without accelerating (then they may not be the set with the most stuck
+    elements: one of two redundant elements slipping while the other holds
+    their load), the modes come from the box-constrained LCP of the elements
+    at zero velocity with their static limits as bounds (`box_lcp`; Cottle,
+    Pang & Stone 1992; Acary & Brogliato 2008). Its slip accelerations are
+    unique even for a semidefinite Delassus matrix (redundant elements);
+    elements with zero slip acceleration stick, the others slip the way they
+    accelerate. When the static and the kinetic level at zero velocity are
+    equal (Coulomb, Farhat Eq. 4) the consistent mode sets are exactly the
+    LCP's solutions, so this is the consistent set with the most stuck
+    elements (which the 3^m enumeration it replaces chose). When the kinetic
+    level is lower (Stribeck, ``fs > fc``), the slipping elements are then held
+    at it and the LCP of the rest solved again, until no further element
+    slips: a breakaway cascade, which keeps stuck what the static limits hold
+    given the elements that must slip, not always the most-stuck consistent
+    set. The modes are then checked as above, after up to ``3m`` more
+    iterations of the first stage, and replace the first stage's unless
+    those were consistent and these are not; `consistent` is that check,
+    never assumed.
+    Redundant stuck elements share their load by `psd_solve`'s least weighted
+    norm (in proportion to their limits on one slip coordinate); for other
+    dependent rows that split may leave a limit exceeded that another split
+    would keep, and the element then slips.
 
     Args:
         at_zero: boolean mask of elements whose slip velocity is (numerically)
@@ -375,7 +394,8 @@ def consistent_modes(
             breakaway), whose direction is checked but which are not stuck
             again; default none.
         release_first: whether to try the release iteration first (default);
-            ``False`` goes to the LCP at once.
+            ``False`` goes to the LCP at once. A boolean array selects at run
+            time (one compilation for both, e.g. in tests).
 
     Returns:
         ``(modes, consistent)``: the new modes (``int32``, shape ``(m,)``;
@@ -440,11 +460,14 @@ def consistent_modes(
         modes, _ = jax.lax.fori_loop(0, 3 * modes.shape[0], iterate, (modes, turned))
         return modes
 
-    if release_first:
-        modes = release_and_turn(modes)
-        consistent, idle = is_consistent(modes)
-    else:
+    if release_first is False:
         consistent, idle = jnp.array(False), jnp.array(True)
+    else:
+        first = jnp.asarray(release_first)
+        released_modes = release_and_turn(modes)
+        consistent, idle = is_consistent(released_modes)
+        modes = jnp.where(first, released_modes, modes)
+        consistent, idle = first & consistent, ~first | idle
 
     def complementarity(modes):
         # The modes are discrete: no derivative is taken through this choice
