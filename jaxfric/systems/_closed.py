@@ -31,7 +31,7 @@ from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem
 from .rigid import _dynamics, _kinematics, _spatial as sp
 from .rigid._model import structure
-from .rigid._system import RigidBodyTree
+from .rigid._system import RigidBodyTree, joint_indices
 
 LOOP_KINDS = {"ball": 3, "revolute": 5, "prismatic": 5, "weld": 6}
 
@@ -147,27 +147,6 @@ class LoopJoint(eqx.Module):
         return jnp.concatenate([normals @ d, e])  # prismatic
 
 
-def _coordinate_indices(name: str, values, joint_names: tuple[str, ...]) -> tuple:
-    n = len(joint_names)
-    out = []
-    for j in values:
-        if isinstance(j, str):
-            if j not in joint_names:
-                raise ValueError(
-                    f"`{name}`: no movable joint named {j!r}; movable joints are "
-                    f"{joint_names}."
-                )
-            out.append(joint_names.index(j))
-        else:
-            k = int(j)
-            if not 0 <= k < n:
-                raise ValueError(f"`{name}`: index {k} must lie in [0, {n - 1}].")
-            out.append(k)
-    if len(set(out)) != len(out):
-        raise ValueError(f"`{name}` has repeated joints: {values}.")
-    return tuple(out)
-
-
 def _lstsq_solve(a, b):
     """``a⁺ b`` for ``a`` of full column rank (``(k, d)``, ``k >= d``) by the
     normal equations (a square ``a``: one LU solve). NaN when ``a`` is rank
@@ -195,12 +174,12 @@ class ClosedChain(AbstractSystem):
     configuration `q_guess` at every evaluation, so a trajectory stays on the
     branch (assembly mode) of `q_guess` and closure holds to `tol` (m, rad)
     everywhere. Their derivatives are the implicit-function ones,
-    ``∂y/∂(z, θ) = −Φ_y⁺ ∂Φ/∂(z, θ)`` (first order; Hessians through `assemble`
-    are not exact). Where the solve fails (a singular configuration, the
-    dependent Jacobian ``Φ_y`` losing rank, or a configuration that cannot be
-    assembled), every quantity is NaN, which `jaxfric.simulate` reports as
-    `RESULTS.nonfinite_state` (a trial step into such a region is rejected and
-    retried shorter first).
+    ``∂y/∂(z, θ) = −Φ_y⁺ ∂Φ/∂(z, θ)`` (a custom JVP, itself differentiable, so
+    higher derivatives are exact too). Where the solve fails (a singular
+    configuration, the dependent Jacobian ``Φ_y`` losing rank, or a
+    configuration that cannot be assembled), every quantity is NaN, which
+    `jaxfric.simulate` reports as `RESULTS.nonfinite_state` (a trial step
+    into such a region is rejected and retried shorter first).
 
     Args:
         tree: the mechanism with its loops cut: every joint, active and passive.
@@ -280,9 +259,7 @@ class ClosedChain(AbstractSystem):
             # Provisional partition, so that the module is complete for `jit`.
             self.independent, self.dependent = (), tuple(range(n))
             independent = _choose_independent(_closure_jacobian_jit(self, q_guess))
-        self.independent = _coordinate_indices(
-            "independent", independent, tree.joint_names
-        )
+        self.independent = joint_indices("independent", independent, tree.joint_names)
         self.dependent = tuple(i for i in range(n) if i not in self.independent)
         if concrete:
             self.q_guess = self._assembled_guess()
@@ -364,12 +341,8 @@ class ClosedChain(AbstractSystem):
 
         poses = []
         for lp, (a, b) in zip(self.loops, self._frames, strict=True):
-            rot_a, pos_a = sp.compose(
-                *link_pose(a), lp.rotation_a, lp.translation_a
-            )
-            rot_b, pos_b = sp.compose(
-                *link_pose(b), lp.rotation_b, lp.translation_b
-            )
+            rot_a, pos_a = sp.compose(*link_pose(a), lp.rotation_a, lp.translation_a)
+            rot_b, pos_b = sp.compose(*link_pose(b), lp.rotation_b, lp.translation_b)
             poses.append((rot_a, pos_a, rot_b, pos_b))
         return poses, subspace
 

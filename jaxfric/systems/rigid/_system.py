@@ -27,28 +27,26 @@ def _per_joint(name: str, value, n: int) -> Array:
     return arr
 
 
-def _friction_indices(friction_joints, joint_names: tuple[str, ...]) -> tuple:
+def joint_indices(name: str, joints, joint_names: tuple[str, ...]) -> tuple:
+    """Indices into ``q`` of `joints` (indices or names of movable joints),
+    checked: known, in range, not repeated; errors name the argument `name`."""
     n = len(joint_names)
-    if friction_joints is None:
-        return tuple(range(n))
     out = []
-    for j in friction_joints:
+    for j in joints:
         if isinstance(j, str):
             if j not in joint_names:
                 raise ValueError(
-                    f"`friction_joints`: no movable joint named {j!r}; movable "
-                    f"joints are {joint_names}."
+                    f"`{name}`: no movable joint named {j!r}; movable joints are "
+                    f"{joint_names}."
                 )
             out.append(joint_names.index(j))
         else:
             k = int(j)
             if not 0 <= k < n:
-                raise ValueError(
-                    f"`friction_joints`: index {k} must lie in [0, {n - 1}]."
-                )
+                raise ValueError(f"`{name}`: index {k} must lie in [0, {n - 1}].")
             out.append(k)
     if len(set(out)) != len(out):
-        raise ValueError(f"`friction_joints` has repeated joints: {friction_joints}.")
+        raise ValueError(f"`{name}` has repeated joints: {joints}.")
     return tuple(out)
 
 
@@ -170,7 +168,11 @@ class RigidBodyTree(AbstractSystem):
         self.model = model
         self.damping = _per_joint("damping", damping, n)
         self.armature = _per_joint("armature", armature, n)
-        self.friction_joints = _friction_indices(friction_joints, model.joint_names)
+        self.friction_joints = (
+            tuple(range(n))
+            if friction_joints is None
+            else joint_indices("friction_joints", friction_joints, model.joint_names)
+        )
         _check_positive_definite(model, self.armature)
 
     def parameter_checks(self):
