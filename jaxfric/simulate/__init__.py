@@ -3,7 +3,7 @@
 family implements (`AbstractFrictionLaw`, whose ``simulation_path`` is one of
 the paths below), and the save-time and interval checks that the configs share."""
 
-# First: `jaxfric.friction._law` (imported while this package loads) needs it.
+# First: the law families (imported while this package loads) need it.
 from ._law import AbstractFrictionLaw as AbstractFrictionLaw
 
 # isort: split

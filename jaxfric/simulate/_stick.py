@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 
 from .._types import Float, Int, SlipVector, Vector
-from ..friction._law import AbstractFrictionLaw
-from ..systems._base import AbstractSystem
+from ..systems import AbstractSystem
+from ._law import AbstractFrictionLaw
 from ._lcp import box_lcp
 
 STICK = 0
