@@ -47,21 +47,7 @@ def small_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     n = a.shape[0]
     if n > _UNROLL_MAX:
         return jnp.linalg.solve(a, b)
-    rows = [[a[i, j] for j in range(n)] for i in range(n)]
-    rhs = [b[i] for i in range(n)]
-    for k in range(n):
-        for i in range(k + 1, n):
-            factor = rows[i][k] / rows[k][k]
-            for j in range(k + 1, n):
-                rows[i][j] = rows[i][j] - factor * rows[k][j]
-            rhs[i] = rhs[i] - factor * rhs[k]
-    x = [None] * n
-    for k in reversed(range(n)):
-        acc = rhs[k]
-        for j in range(k + 1, n):
-            acc = acc - rows[k][j] * x[j]
-        x[k] = acc / rows[k][k]
-    return jnp.stack(x)
+    return _unrolled_psd_solve(a, b, None)[0]
 
 
 def _upper_solve(upper: jax.Array, rhs: jax.Array) -> jax.Array:
@@ -102,21 +88,28 @@ def _eliminate(a: jax.Array, b: jax.Array, tol: float):
     return upper, (b2 if b.ndim == 2 else b2[:, 0]), singular
 
 
-def _unrolled_psd_solve(a: jax.Array, b: jax.Array, tol: float):
-    """`small_solve` skipping zero pivots as `_eliminate` does: bit for bit
-    `small_solve` where no pivot is zero. Returns ``(x, upper, singular)``,
-    ``upper`` as in `_eliminate`."""
+def _unrolled_psd_solve(a: jax.Array, b: jax.Array, tol: float | None):
+    """Gaussian elimination without pivoting unrolled over the entries as
+    scalars (`small_solve`), skipping zero pivots as `_eliminate` does unless
+    `tol` is None: bit for bit the plain elimination where no pivot is zero.
+    Returns ``(x, upper, singular)``, ``upper`` as in `_eliminate` (`tol` None:
+    only ``x`` is meaningful)."""
     n = a.shape[0]
     rows = [[a[i, j] for j in range(n)] for i in range(n)]
     rhs = [b[i] for i in range(n)]
     zeros, pivots = [], []
     for k in range(n):
-        zero = rows[k][k] <= tol * a[k, k]
-        pivot = jnp.where(zero, 1.0, rows[k][k])
+        if tol is None:
+            zero, pivot = False, rows[k][k]
+        else:
+            zero = rows[k][k] <= tol * a[k, k]
+            pivot = jnp.where(zero, 1.0, rows[k][k])
         zeros.append(zero)
         pivots.append(pivot)
         for i in range(k + 1, n):
-            factor = jnp.where(zero, 0.0, rows[i][k] / pivot)
+            factor = rows[i][k] / pivot
+            if tol is not None:
+                factor = jnp.where(zero, 0.0, factor)
             for j in range(k + 1, n):
                 rows[i][j] = rows[i][j] - factor * rows[k][j]
             rhs[i] = rhs[i] - factor * rhs[k]
@@ -125,7 +118,13 @@ def _unrolled_psd_solve(a: jax.Array, b: jax.Array, tol: float):
         acc = rhs[k]
         for j in range(k + 1, n):
             acc = acc - rows[k][j] * x[j]
-        x[k] = jnp.where(zeros[k], 0.0, acc / pivots[k])
+        x[k] = (
+            acc / pivots[k]
+            if tol is None
+            else jnp.where(zeros[k], 0.0, acc / pivots[k])
+        )
+    if tol is None:
+        return jnp.stack(x), None, None
     zero = jnp.zeros((), a.dtype)
     upper = [
         [zero] * i
