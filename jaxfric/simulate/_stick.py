@@ -136,7 +136,10 @@ def _unrolled_psd_solve(a: jax.Array, b: jax.Array, tol: float | None):
 
 
 def psd_solve(
-    a: jax.Array, b: jax.Array, weights: jax.Array | None = None
+    a: jax.Array,
+    b: jax.Array,
+    weights: jax.Array | None = None,
+    least_norm: bool = True,
 ) -> jax.Array:
     """Solve ``a x = b`` for a symmetric positive semidefinite ``a`` and a ``b``
     in its range (shape ``(n,)`` or ``(n, k)``).
@@ -155,6 +158,10 @@ def psd_solve(
         a: symmetric positive semidefinite, shape ``(n, n)``.
         b: right-hand side(s), in the range of ``a``.
         weights: positive weights ``w`` (default ones), shape ``(n,)``.
+        least_norm: False: a basic solution (zero-pivot unknowns zero), no
+            correction, for callers that need only ``a``'s image of ``x``
+            (the accelerations); the correction's conditional at every such
+            site made each switch-path compile 20–45 % longer.
 
     Returns:
         ``x`` with the shape of ``b``.
@@ -166,6 +173,8 @@ def psd_solve(
         x = _upper_solve(upper, rhs)
     else:
         x, upper, singular = _unrolled_psd_solve(a, b, tol)
+    if not least_norm:
+        return x
     weights = jnp.ones(n, a.dtype) if weights is None else weights
 
     def least_norm(x):
@@ -186,6 +195,7 @@ def masked_solve(
     rhs: jax.Array,
     mask: jax.Array,
     weights: jax.Array | None = None,
+    least_norm: bool = True,
 ) -> jax.Array:
     """Solve the rows and columns of `mask` of ``matrix x = rhs``; zero elsewhere
     (``rhs`` of shape ``(m,)`` or ``(m, k)``).
@@ -197,7 +207,8 @@ def masked_solve(
     both = mask[:, None] & mask[None, :]
     eye = jnp.eye(mask.shape[0], dtype=matrix.dtype)
     rows = mask if rhs.ndim == 1 else mask[:, None]
-    return psd_solve(jnp.where(both, matrix, eye), jnp.where(rows, rhs, 0.0), weights)
+    matrix, rhs = jnp.where(both, matrix, eye), jnp.where(rows, rhs, 0.0)
+    return psd_solve(matrix, rhs, weights, least_norm)
 
 
 def free_acceleration(system: AbstractSystem, q: Vector, qd: Vector, rhs: Vector):
@@ -238,6 +249,7 @@ def solve_stick(
     stuck: jax.Array,
     parts: StickParts | None = None,
     weights: SlipVector | None = None,
+    split: bool = True,
 ) -> tuple[SlipVector, Vector]:
     """Friction forces and accelerations for a fixed set of stuck elements.
 
@@ -263,6 +275,8 @@ def solve_stick(
             at one state (computed here otherwise).
         weights: positive weights of the stick forces' least-norm choice when
             the stuck block is singular (default ones; `limit_scale`).
+        split: False: any stick forces that hold the stuck elements (the
+            accelerations are the same), for the segment vector field.
 
     Returns:
         ``(f, q̈)``: the friction of every element (stick forces in stuck
@@ -273,7 +287,7 @@ def solve_stick(
     f_slip = jnp.where(stuck, 0.0, slip_friction)
     acc_free = parts.acc_net - parts.minv_jt @ f_slip
     rhs = parts.jac @ acc_free + parts.jdot_qd
-    f_stick = masked_solve(parts.delassus, rhs, stuck, weights)
+    f_stick = masked_solve(parts.delassus, rhs, stuck, weights, split)
     friction = jnp.where(stuck, f_stick, f_slip)
     acc = acc_free - parts.minv_jt @ jnp.where(stuck, f_stick, 0.0)
     return friction, acc
@@ -286,18 +300,22 @@ def friction_and_acceleration(
     qd: Vector,
     net: Vector,
     modes: Int[jax.Array, " m"],
+    split: bool = True,
 ) -> tuple[SlipVector, Vector]:
     """Friction and accelerations for fixed modes (the vector field of a segment).
 
     Slipping elements take ``law.slip_force(s, mode)`` with the direction held
     by the mode (Farhat et al. 2010, Eq. 8); stuck ones the Delassus solve,
-    redundant ones sharing their load in proportion to their static limits.
+    redundant ones sharing their load in proportion to their static limits
+    (`split`; without it the stick forces of redundant elements are any that
+    hold them, and the accelerations the same).
     """
     slip = system.slip_velocity(q, qd)
     direction = jnp.where(modes >= 0, 1.0, -1.0)
     f_slip = law.slip_force(slip, direction)
     weights = limit_scale(law, slip)[2]
-    return solve_stick(system, q, qd, net, f_slip, modes == STICK, weights=weights)
+    stuck = modes == STICK
+    return solve_stick(system, q, qd, net, f_slip, stuck, weights=weights, split=split)
 
 
 def limit_scale(law: AbstractFrictionLaw, like: SlipVector):

@@ -182,7 +182,11 @@ def _net_force(system, force, t, q, qd, x) -> tuple[Vector, Float[Array, " c"]]:
 def _vector_field(t, y, seg: _Segment):
     q, qd, x = y
     net, rate = _net_force(seg.system, seg.force, t, q, qd, x)
-    _, acc = friction_and_acceleration(seg.system, seg.law, q, qd, net, seg.modes)
+    # Accelerations only: how redundant stuck elements split their load is
+    # not needed here (and its correction would be compiled at every stage).
+    _, acc = friction_and_acceleration(
+        seg.system, seg.law, q, qd, net, seg.modes, split=False
+    )
     # Exact zeros keep a stuck joint's position constant to the last bit.
     dq = jnp.where(seg.hold, 0.0, qd)
     dqd = jnp.where(seg.hold, 0.0, acc)
