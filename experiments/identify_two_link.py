@@ -253,7 +253,7 @@ def figure(path, ts, noisy, result, runs, truth):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    q_fit, _ = predict(result.model, {"max_events": 128})
+    q_fit, _ = predict(result.model, jf.SimulateOptions(max_events=128))
     n = len(noisy)
     fig, axes = plt.subplots(2, n, figsize=(4 * n, 7))
     for b in range(n):
