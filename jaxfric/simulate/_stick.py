@@ -346,8 +346,8 @@ def stick_margin(
         The margin of each element, shape ``(m,)``, in the units of `friction`;
         negative where a force lies outside the static limits.
     """
-    ones = jnp.ones_like(friction)
-    return jnp.minimum(law.breakaway(ones) - friction, law.breakaway(-ones) + friction)
+    limit_pos, limit_neg, _ = limit_scale(law, friction)
+    return jnp.minimum(limit_pos - friction, limit_neg + friction)
 
 
 def consistent_modes(

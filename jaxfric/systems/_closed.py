@@ -30,7 +30,6 @@ from .._check import check_finite, check_range, is_concrete
 from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem
 from .rigid import _dynamics, _kinematics, _spatial as sp
-from .rigid._model import structure
 from .rigid._system import RigidBodyTree, joint_indices
 
 LOOP_KINDS = {"ball": 3, "revolute": 5, "prismatic": 5, "weld": 6}
@@ -258,7 +257,7 @@ class ClosedChain(AbstractSystem):
                 )
             # Provisional partition, so that the module is complete for `jit`.
             self.independent, self.dependent = (), tuple(range(n))
-            independent = _choose_independent(_closure_jacobian_jit(self, q_guess))
+            independent = _choose_independent(self.closure_jacobian(q_guess))
         self.independent = joint_indices("independent", independent, tree.joint_names)
         self.dependent = tuple(i for i in range(n) if i not in self.independent)
         if concrete:
@@ -270,7 +269,7 @@ class ClosedChain(AbstractSystem):
         """`q_guess` (concrete) assembled, after checking that the loops fix
         exactly the dependent coordinates there; raise naming the problem
         otherwise."""
-        jac = np.asarray(_closure_jacobian_jit(self, self.q_guess))
+        jac = np.asarray(self.closure_jacobian(self.q_guess))
         rank = _rank(jac)
         n, k = self.tree.n_dof, len(self.independent)
         if rank != n - k:
@@ -289,7 +288,7 @@ class ClosedChain(AbstractSystem):
                 "independent coordinates)."
             )
         q = self._full(z0, y)
-        jac = np.asarray(_closure_jacobian_jit(self, q))
+        jac = np.asarray(self.closure_jacobian(q))
         dep_rank = _rank(jac[:, list(self.dependent)]) if self.dependent else 0
         if dep_rank != len(self.dependent):
             raise ValueError(
@@ -322,35 +321,20 @@ class ClosedChain(AbstractSystem):
     # -- kinematics -------------------------------------------------------------------
 
     def _loop_frames(self, q):
-        """World poses of every loop's frames A and B, and the world motion
-        subspaces of the bodies (columns of the frame Jacobians)."""
-        model = self.tree.model
-        st = structure(model)
-        rot_w, pos_w = _kinematics.forward_kinematics(model, q)
-        subspace = sp.motion_to_frame(
-            rot_w, pos_w, jnp.asarray(st.s_omega), jnp.asarray(st.s_vel)
-        )
-        eye, zero = jnp.eye(3, dtype=q.dtype), jnp.zeros(3, dtype=q.dtype)
-
-        def link_pose(link):
-            body = model.link_bodies[link]
-            base = (eye, zero) if body < 0 else (rot_w[body], pos_w[body])
-            return sp.compose(
-                *base, model.link_rotation[link], model.link_translation[link]
-            )
-
+        """World poses ``(R_A, p_A, R_B, p_B)`` of every loop's two frames."""
+        rot, pos = _kinematics.link_poses(self.tree.model, q)
         poses = []
         for lp, (a, b) in zip(self.loops, self._frames, strict=True):
-            rot_a, pos_a = sp.compose(*link_pose(a), lp.rotation_a, lp.translation_a)
-            rot_b, pos_b = sp.compose(*link_pose(b), lp.rotation_b, lp.translation_b)
+            rot_a, pos_a = sp.compose(rot[a], pos[a], lp.rotation_a, lp.translation_a)
+            rot_b, pos_b = sp.compose(rot[b], pos[b], lp.rotation_b, lp.translation_b)
             poses.append((rot_a, pos_a, rot_b, pos_b))
-        return poses, subspace
+        return poses
 
     @eqx.filter_jit
     def closure_residual(self, q: Float[Array, " tree"]) -> Float[Array, " k"]:
         """``Φ(q)``: the closure equations of every loop at tree coordinates `q`,
         m (positions) and dimensionless (orientations)."""
-        poses, _ = self._loop_frames(q)
+        poses = self._loop_frames(q)
         return jnp.concatenate(
             [lp.residual(*pose) for lp, pose in zip(self.loops, poses, strict=True)]
         )
@@ -361,9 +345,10 @@ class ClosedChain(AbstractSystem):
         the base, Featherstone 2008, Eq. 4.16) and ``∂Φ/∂ξ``, the residual's
         derivative with respect to a virtual world twist of each frame: one
         forward-kinematics pass, no differentiation through the tree."""
-        poses, (s_w, s_v) = self._loop_frames(q)
+        poses = self._loop_frames(q)
+        st, _, _, (s_w, s_v), _ = _dynamics._world(self.tree.model, q)
         columns = jnp.concatenate([s_w, s_v], axis=1).T  # (6, n_tree)
-        ancestors = structure(self.tree.model).ancestors
+        ancestors = st.ancestors
         bodies = self.tree.model.link_bodies
         phis, jacs = [], []
         for lp, pose, (a, b) in zip(self.loops, poses, self._frames, strict=True):
@@ -561,7 +546,7 @@ class ClosedChain(AbstractSystem):
         ``ξ`` a virtual world twist of the body, so that the wrenches do the
         virtual work ``λ·δΦ``."""
         bodies = self.tree.model.link_bodies
-        poses, _ = self._loop_frames(q_tree)
+        poses = self._loop_frames(q_tree)
         out = jnp.zeros((self.tree.n_dof, 6), dtype=q_tree.dtype)
         start = 0
         for lp, pose, (a, b) in zip(self.loops, poses, self._frames, strict=True):
@@ -600,16 +585,11 @@ def _dependent_coordinates_jvp(primals, tangents):
     return y, -_lstsq_solve(jac[:, jnp.asarray(chain.dependent, int)], d_phi)
 
 
-# Construction-time checks run these on concrete values: compiled once per
+# The construction-time check runs this on concrete values: compiled once per
 # chain structure instead of dispatched op by op.
 @jax.jit
 def _newton_jit(chain: ClosedChain, z):
     return chain._newton(z)
-
-
-@jax.jit
-def _closure_jacobian_jit(chain: ClosedChain, q):
-    return chain.closure_jacobian(q)
 
 
 # The simulation evaluates these at many points of its traced program: jitted,
