@@ -25,6 +25,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 
 from .._check import check_finite, check_range, is_concrete
 from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
@@ -643,8 +644,6 @@ def _choose_independent(closure_jacobian) -> tuple[int, ...]:
     """Independent coordinates from a (concrete) closure Jacobian ``Φ_q``: QR
     with column pivoting ranks its columns; the first ``rank`` pivots are the
     dependent coordinates, the rest independent (Wehage & Haug 1982)."""
-    import scipy.linalg
-
     jac = np.asarray(closure_jacobian)
     rank = _rank(jac)
     _, _, pivots = scipy.linalg.qr(jac, pivoting=True, mode="economic")
