@@ -27,9 +27,10 @@ INERTIA = np.stack(
 )
 
 
-def fourbar_angles(theta):
+def fourbar_angles(theta, lengths=(A, B, C, D)):
     """Closed form: crank angle -> (crank, coupler relative, rocker) angles of
-    the open-elbow assembly mode."""
+    the open-elbow assembly mode (link lengths crank, coupler, rocker, ground)."""
+    A, B, C, D = lengths
     p = A * np.array([np.cos(theta), np.sin(theta)])
     d = np.array([D, 0.0])
     dist = np.linalg.norm(d - p)
@@ -102,6 +103,20 @@ def test_assemble_matches_closed_form(chain):
         np.testing.assert_allclose(turns, 0.0, rtol=0, atol=1e-12)
         assert np.all(np.abs(np.asarray(q) - chain.q_guess) <= np.pi)
         assert np.max(np.abs(chain.closure_residual(q))) <= 1e-12
+
+
+def test_assembly_follows_the_branch_far_from_the_guess():
+    # A non-Grashof linkage: the crank rocks between toggles at ±2.1294 rad.
+    # Gauss–Newton from the guess alone landed on the other assembly mode at
+    # 0.4 rad and below (0.65 rad from the guess); continuation stays on the
+    # guess's branch over the whole range.
+    lengths = (1.5, 1.0, 1.2, 1.0)
+    chain = jf.systems.four_bar(*lengths, crank_angle=THETA0)
+    thetas = np.linspace(2.12, -2.12, 41)
+    q = np.asarray(jax.vmap(chain.assemble)(jnp.asarray(thetas)[:, None]))
+    closed = np.stack([fourbar_angles(t, lengths) for t in thetas])
+    wrapped = (q - closed + np.pi) % (2 * np.pi) - np.pi
+    np.testing.assert_allclose(wrapped, 0.0, rtol=0, atol=1e-10)
 
 
 def test_assemble_derivatives_are_the_implicit_ones(chain):
@@ -213,12 +228,25 @@ def test_bad_input_is_named(chain):
 
 def test_automatic_independent_choice_and_unreachable_configuration(chain):
     # The rocker swings within a range; outside it the chain cannot close and
-    # every quantity is NaN (a simulation reports `nonfinite_state`).
+    # every quantity is NaN.
     tree, loop = chain.tree, chain.loops[0]
     rocker = ClosedChain(tree, [loop], independent=["rocker"], q_guess=chain.q_guess)
     assert rocker.independent == (2,) and rocker.dependent == (0, 1)
     psi = fourbar_angles(THETA0)[2]
     assert np.all(np.isfinite(rocker.mass_matrix(jnp.array([psi]))))
     assert np.all(np.isnan(rocker.mass_matrix(jnp.array([0.0]))))  # |C| > A + B
+    # The causes `simulate` names: the rocker's toggle, where crank and coupler
+    # are stretched in line (|rocker tip| = A + B), is singular within ~1e-6
+    # rad; beyond it the chain cannot be assembled.
+    toggle = np.arccos(((A + B) ** 2 - D**2 - C**2) / (2 * C * D))
+    status = jf.systems.ConfigurationStatus
+    for angle, expected in (
+        (psi, status.ok),
+        (toggle + 0.05, status.ok),
+        (toggle + 1e-6, status.singular),
+        (toggle - 1e-3, status.closure_failed),
+        (0.0, status.closure_failed),
+    ):
+        assert rocker.configuration_status(jnp.array([angle])) == expected, angle
     auto = ClosedChain(tree, [loop], q_guess=chain.q_guess)
     assert len(auto.independent) == 1

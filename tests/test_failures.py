@@ -2,6 +2,8 @@
 NaN derivatives, a non-finite state or force is named as such, and invalid
 options are rejected at the entry with the option and its range."""
 
+from typing import ClassVar
+
 import diffrax
 import jax
 import jax.numpy as jnp
@@ -159,3 +161,44 @@ def test_force_output_shape_checked_naming_the_force():
             1.0,
             force=jf.forces.Constant(np.ones((2, 2))),
         )
+
+
+class _Toggle(jf.systems.AbstractSystem):
+    """A unit mass pushed to +x whose quantities are NaN beyond ``x = 1`` and
+    which reports a singular configuration from ``x = 0.9`` on (standing in
+    for a closed chain driven into a toggle position)."""
+
+    n_dof: ClassVar[int] = 1
+    n_friction: ClassVar[int] = 1
+
+    def configuration_status(self, q):
+        singular = jf.systems.ConfigurationStatus.singular
+        return jf.systems.ConfigurationStatus.where(
+            q[0] > 0.9, singular, jf.systems.ConfigurationStatus.ok
+        )
+
+    def mass_matrix(self, q):
+        return jnp.where(q[0] > 1.0, jnp.nan, 1.0) * jnp.ones((1, 1))
+
+    def bias_force(self, q, qd):
+        return -jnp.ones(1)
+
+    def friction_jacobian(self, q):
+        return jnp.ones((1, 1))
+
+    def friction_jacobian_dot_qd(self, q, qd):
+        return jnp.zeros(1)
+
+
+@pytest.mark.parametrize(
+    "law",
+    [jf.Coulomb(0.1), jf.Regularized(jf.Coulomb(0.1), 1e-2)],
+    ids=["switch", "smooth"],
+)
+def test_stop_at_a_singular_configuration_is_named(law):
+    # Both kinds of path ask the system at the state where they stopped (the
+    # switch path: the last accepted state; the smooth one: its t1 save).
+    sol = jf.simulate(_Toggle(), law, 0.0, 0.0, 3.0, num_save=4, throw=False)
+    assert sol.result == jf.RESULTS.singular_configuration
+    finite = np.isfinite(np.asarray(sol.q[:, 0]))
+    assert finite[0] and not finite[-1]

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._check import AbstractCheck, check_finite, is_concrete
 from ..forces import AbstractForce, FunctionForce
-from ..systems import AbstractSystem
+from ..systems import AbstractSystem, ConfigurationStatus
 from ._law import AbstractFrictionLaw
 from ._solution import RESULTS
 
@@ -203,6 +203,38 @@ class StopOnNonfinite(diffrax.AbstractAdaptiveStepSizeController):
         stuck = ~keep & ~finite & ~(next_t1 > next_t0)
         result = diffrax.RESULTS.where(stuck, diffrax.RESULTS.nonfinite, result)
         return keep, next_t0, next_t1, jump, state, result
+
+
+def name_configuration_failure(system: AbstractSystem, result, q_stop) -> RESULTS:
+    """`result`, with a `nonfinite_state` renamed after the cause the system
+    reports at `q_stop`, the coordinates where the solve stopped
+    (`AbstractSystem.configuration_status`): `RESULTS.closure_failed` or
+    `RESULTS.singular_configuration`. Free for systems that keep the default
+    status (nothing is traced)."""
+    if type(system).configuration_status is AbstractSystem.configuration_status:
+        return result
+    status = system.configuration_status(q_stop)
+    named = RESULTS.where(
+        status == ConfigurationStatus.singular,
+        RESULTS.singular_configuration,
+        RESULTS.closure_failed,
+    )
+    # A solve that spent `max_steps` at a singular configuration (a toggle,
+    # where the vector field is not Lipschitz and the steps shrink without
+    # end) stopped for that reason too.
+    stalled = (result == RESULTS.nonfinite_state) | (
+        result == RESULTS.max_steps_reached
+    )
+    failed = stalled & (status != ConfigurationStatus.ok)
+    return RESULTS.where(failed, named, result)
+
+
+def last_finite(q):
+    """The last row of saved coordinates `q` (shape ``(t, n)``) that is
+    finite (the first row if none is): where a fixed-step solve stopped."""
+    finite = jnp.all(jnp.isfinite(q), axis=1)
+    index = jnp.max(jnp.where(finite, jnp.arange(q.shape[0]), 0))
+    return q[index]
 
 
 def classify(result) -> RESULTS:

@@ -184,7 +184,7 @@ class KarnoppPath(AbstractFixedStepPath):
             modes=jnp.where(band, 0, jnp.sign(momentum_slip)).astype(jnp.int32),
             event_times=no_events(ts),
             stats=solve_stats(sol.stats, num_vf_evals),
-            result=fixed_step_result(sol, q, qd, f),
+            result=fixed_step_result(system, sol, q, qd, f),
         )
 
 

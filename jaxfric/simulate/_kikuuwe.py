@@ -96,7 +96,7 @@ class KikuuwePath(AbstractFixedStepPath):
             modes=jnp.sign(slip).astype(jnp.int32),
             event_times=no_events(ts),
             stats=solve_stats(sol.stats, num_vf_evals),
-            result=fixed_step_result(sol, q, qd, e),
+            result=fixed_step_result(system, sol, q, qd, e),
         )
 
 

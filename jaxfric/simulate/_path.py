@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from .._types import Array, Float, Int, State, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem
-from ._common import classify
+from ._common import classify, last_finite, name_configuration_failure
 from ._fixed_step import StageStepRK4, step_size
 from ._law import AbstractFrictionLaw
 from ._options import OPTION_NAMES, SimulateOptions
@@ -154,16 +154,19 @@ def count_vf_evals(solver, num_steps) -> Int[Array, ""]:
     return per_step * num_steps + at_start
 
 
-def fixed_step_result(sol: diffrax.Solution, *arrays) -> RESULTS:
-    """diffrax's result code, or `RESULTS.nonfinite_state` when a saved value is
-    NaN or inf (a fixed step accepts every step, so a NaN runs on to `t1`)."""
+def fixed_step_result(system, sol: diffrax.Solution, q, *arrays) -> RESULTS:
+    """diffrax's result code, or `RESULTS.nonfinite_state` when a saved value
+    (`q` or one of `arrays`) is NaN or inf (a fixed step accepts every step, so
+    a NaN runs on to `t1`), named after the system's cause at the last finite
+    saved coordinates (`name_configuration_failure`)."""
     result = classify(sol.result)
     finite = jnp.array(True)
-    for a in arrays:
+    for a in (q, *arrays):
         finite = finite & jnp.all(jnp.isfinite(a))
-    return RESULTS.where(
+    result = RESULTS.where(
         (result == RESULTS.successful) & ~finite, RESULTS.nonfinite_state, result
     )
+    return name_configuration_failure(system, result, last_finite(q))
 
 
 def no_events(ts) -> Float[Array, " 0"]:

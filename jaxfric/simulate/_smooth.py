@@ -19,7 +19,12 @@ from jaxtyping import Array
 from .._types import Float, SlipVector, State, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem
-from ._common import classify, state_vector, step_controller
+from ._common import (
+    classify,
+    name_configuration_failure,
+    state_vector,
+    step_controller,
+)
 from ._law import AbstractFrictionLaw
 from ._options import SimulateOptions
 from ._path import (
@@ -164,19 +169,26 @@ def _solve(
         t1,
         options.dt0,
         y0,
-        saveat=diffrax.SaveAt(ts=ts),
+        # The last accepted state too: where a failed solve stopped.
+        saveat=diffrax.SaveAt(
+            subs=(diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True))
+        ),
         stepsize_controller=controller,
         max_steps=options.max_steps,
         adjoint=options.adjoint,
         throw=False,  # failures become `Solution.result`; `simulate` applies throw
     )
-    fields = _saved_outputs(system, friction_fn, layout, ts, sol.ys)
+    ys, at_stop = sol.ys
+    fields = _saved_outputs(system, friction_fn, layout, ts, ys)
+    result = classify(sol.result)
+    q_stop = layout.split(at_stop[-1])[0]
+    result = name_configuration_failure(system, result, q_stop)
     num_vf_evals = count_vf_evals(options.solver, sol.stats["num_steps"])
     return Solution(
         ts=ts,
         event_times=no_events(ts),
         stats=solve_stats(sol.stats, num_vf_evals),
-        result=classify(sol.result),
+        result=result,
         **fields,
     )
 

@@ -25,6 +25,18 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "solve: check the force callable, the parameters and the initial state. "
         "This is not a step-size problem; more `max_steps` will not help."
     )
+    closure_failed = (
+        "The state became non-finite where the system's loop-closure equations "
+        "could not be solved (`ClosedChain.configuration_status`): the "
+        "mechanism cannot be assembled there from `q_guess`. Check `q0` and "
+        "the applied forces, or give a `q_guess` on the branch to follow."
+    )
+    singular_configuration = (
+        "The solve stopped at a singular configuration of the system (a "
+        "closed chain's toggle or branch point: its dependent coordinates' "
+        "closure Jacobian lost rank, so they cannot follow the independent "
+        "ones). Choose other independent coordinates."
+    )
     invalid_parameters = (
         "A parameter of the system, friction law or force left its allowed range "
         "(a value traced under jit, vmap or grad, so not checked at construction); "

@@ -38,7 +38,12 @@ import optimistix as optx
 from .._types import Array, Bool, Float, Int, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem
-from ._common import classify, input_anchor, step_controller
+from ._common import (
+    classify,
+    input_anchor,
+    name_configuration_failure,
+    step_controller,
+)
 from ._dip import DipGuard, carried_history, no_history
 from ._law import AbstractFrictionLaw
 from ._path import (
@@ -447,6 +452,8 @@ def _solution(system, law, force, ts, final: _Carry, event_times, num_vf_evals):
         RESULTS.max_events_reached,
         final.result,
     )
+    # A failed segment left the carry at the last accepted state.
+    result = name_configuration_failure(system, result, final.q)
     # Equal save times take the state saved at the last of them.
     same = jnp.searchsorted(ts, ts, side="right") - 1
     q_s, qd_s, x_s, modes_s = (a[same] for a in final.saved)

@@ -1,7 +1,10 @@
 """Mechanical systems: mass matrix, bias forces and friction Jacobians."""
 
 from . import rigid as rigid
-from ._base import AbstractSystem as AbstractSystem
+from ._base import (
+    AbstractSystem as AbstractSystem,
+    ConfigurationStatus as ConfigurationStatus,
+)
 from ._closed import ClosedChain as ClosedChain, LoopJoint as LoopJoint
 from ._lumped import (
     Oscillator as Oscillator,

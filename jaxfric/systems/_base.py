@@ -11,11 +11,23 @@ and m = `n_friction` friction elements acting on slip coordinates
 import abc
 
 import equinox as eqx
+import equinox.internal as eqxi
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
 from .._check import AbstractCheck, check_shape, raise_if_invalid
 from .._types import Jacobian, Matrix, SlipVector, Vector
+
+
+class ConfigurationStatus(eqxi.Enumeration):  # pyright: ignore[reportGeneralTypeIssues]
+    """Whether a system's quantities are defined at a configuration
+    (`AbstractSystem.configuration_status`); `jaxfric.simulate` turns the two
+    failures into its result codes ``closure_failed`` and
+    ``singular_configuration``."""
+
+    ok = "The system is defined at this configuration."
+    closure_failed = "The loop-closure equations could not be solved here."
+    singular = "The dependent coordinates' closure Jacobian is (nearly) singular."
 
 
 class AbstractSystem(eqx.Module):
@@ -38,6 +50,15 @@ class AbstractSystem(eqx.Module):
         # Runs after the subclass's own (shape) checks: equinox calls every
         # class's `__check_init__` along the MRO.
         raise_if_invalid(self.parameter_checks())
+
+    def configuration_status(self, q: Vector) -> ConfigurationStatus:
+        """Whether `mass_matrix` and the other methods are defined at `q`: a
+        simulation whose state turned non-finite asks this at the state where
+        it stopped, to name the cause. Default: always `ConfigurationStatus.ok`
+        (a system with a constrained configuration space overrides it, e.g.
+        `ClosedChain`)."""
+        del q
+        return ConfigurationStatus.ok
 
     @abc.abstractmethod
     def mass_matrix(self, q: Vector) -> Matrix:

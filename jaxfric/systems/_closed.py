@@ -29,11 +29,24 @@ import scipy.linalg
 
 from .._check import check_finite, check_range, is_concrete
 from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
-from ._base import AbstractSystem
+from ._base import AbstractSystem, ConfigurationStatus
 from .rigid import _dynamics, _kinematics, _spatial as sp
 from .rigid._system import RigidBodyTree, joint_indices
 
 LOOP_KINDS = {"ball": 3, "revolute": 5, "prismatic": 5, "weld": 6}
+# `ClosedChain.configuration_status`: ``Φ_y`` counts as (nearly) singular
+# below this ratio of its extreme singular values (a condition number above
+# 1e3). At a toggle (a fold of ``y(z)``) the smallest one falls like the
+# square root of the distance: a non-Grashof four-bar's crank driven into its
+# toggle stopped (`max_steps`) 1.5e-6 rad short of it, ratio 8e-4 (measured),
+# and the ratio is below 1e-3 only within ~2e-6 rad of the toggle.
+SINGULAR_RATIO = 1e-3
+# `ClosedChain._newton`'s branch following: at most this many continuation
+# stages (a non-Grashof four-bar's crank taken 3.2 rad from its guess, to
+# within 0.01 rad of its toggle, took at most 16, measured), and the stride (a
+# fraction of the way from the guess) not below this.
+MAX_STAGES = 64
+MIN_STRIDE = 1e-6
 
 
 def _perpendicular(axis: np.ndarray) -> np.ndarray:
@@ -170,16 +183,21 @@ class ClosedChain(AbstractSystem):
     elements sit on tree joints (`RigidBodyTree.friction_joints`), active or
     passive; their slip velocities are those joints' velocities, ``s = E_f R ż``.
 
-    The dependent coordinates are solved by Gauss–Newton from the assembly
-    configuration `q_guess` at every evaluation, so a trajectory stays on the
-    branch (assembly mode) of `q_guess` and closure holds to `tol` (m, rad)
-    everywhere. Their derivatives are the implicit-function ones,
+    The dependent coordinates are solved at every evaluation by continuation
+    from the assembly configuration `q_guess` (one Gauss–Newton solve near it;
+    predictor–corrector stages along the branch farther away), so a trajectory
+    stays on the branch (assembly mode) of `q_guess` and closure holds to `tol`
+    (m, rad) everywhere. The cost of an evaluation grows with the distance from
+    `q_guess`: put it near the middle of the motion. Their derivatives are
+    the implicit-function ones,
     ``∂y/∂(z, θ) = −Φ_y⁺ ∂Φ/∂(z, θ)`` (a custom JVP, itself differentiable, so
     higher derivatives are exact too). Where the solve fails (a singular
     configuration, the dependent Jacobian ``Φ_y`` losing rank, or a
-    configuration that cannot be assembled), every quantity is NaN, which
-    `jaxfric.simulate` reports as `RESULTS.nonfinite_state` (a trial step
-    into such a region is rejected and retried shorter first).
+    configuration that cannot be assembled), every quantity is NaN; a trial
+    step into such a region is rejected and retried shorter, and a simulation
+    that cannot go on reports the cause (`configuration_status` at the state
+    where it stopped): `RESULTS.singular_configuration` or
+    `RESULTS.closure_failed`.
 
     Args:
         tree: the mechanism with its loops cut: every joint, active and passive.
@@ -204,6 +222,11 @@ class ClosedChain(AbstractSystem):
     tol: float = eqx.field(static=True)
     max_iterations: int = eqx.field(static=True)
     _frames: tuple[tuple[int, int], ...] = eqx.field(static=True)
+    # ``Φ_q`` at `q_guess`: the branch test and first predictor of `_newton`
+    # (kept, not recomputed at each of its evaluation sites: compile time).
+    # It only steers the solve, so a `tree_at` that changes the tree's numbers
+    # may leave it as it is.
+    _guess_jacobian: Float[Array, "k tree"]
 
     def __init__(
         self,
@@ -247,6 +270,7 @@ class ClosedChain(AbstractSystem):
         self.tol = float(tol)
         self.max_iterations = int(max_iterations)
         self.q_guess = q_guess
+        self._guess_jacobian = jnp.zeros((self.n_equations, n))  # set below
         concrete = is_concrete(q_guess) and all(
             is_concrete(x) for x in jax.tree.leaves(eqx.filter(tree, eqx.is_array))
         )
@@ -263,6 +287,7 @@ class ClosedChain(AbstractSystem):
         self.dependent = tuple(i for i in range(n) if i not in self.independent)
         if concrete:
             self.q_guess = self._assembled_guess()
+        self._guess_jacobian = self.closure_jacobian(self.q_guess)
 
     # -- construction-time checks -------------------------------------------------
 
@@ -280,7 +305,7 @@ class ClosedChain(AbstractSystem):
                 f"independent coordinates {self.independent}."
             )
         z0 = self.q_guess[jnp.asarray(self.independent)]
-        y, ok, res = _newton_jit(self, z0)
+        y, ok, res = _newton_jit(self, z0, follow=False)
         if not bool(ok):
             raise ValueError(
                 "`q_guess` cannot be assembled: Gauss–Newton on the closure "
@@ -375,32 +400,93 @@ class ClosedChain(AbstractSystem):
             q = q.at[jnp.asarray(self.dependent, int)].set(y)
         return q
 
-    def _newton(self, z):
-        """Gauss–Newton on ``Φ(z, y) = 0`` from `q_guess`'s dependent entries;
-        returns ``(y, converged, max |Φ|)``, the residual before the last step
-        (which only reduces it). Not differentiated."""
+    def _newton(self, z, follow: bool = True):
+        """The dependent coordinates ``y`` at `z` on the assembly mode of
+        `q_guess`: ``(y, converged, max |Φ|)`` (the residual before the last
+        Gauss–Newton step, which only reduces it). Not differentiated.
+
+        With `follow` (always, once `q_guess` is assembled) the solve follows
+        the branch from ``(z_g, y_g)`` of `q_guess` to `z` along the straight
+        line in ``z``: predictor–corrector continuation, the predictor along
+        the tangent ``∂y/∂z`` at the last accepted point, Gauss–Newton
+        corrections, the stride doubled after a good stage and quartered after
+        a bad one. A
+        corrected point counts only if it converged, moved less than half as
+        far as the predictor did, and ``det(Φ_y(q_g)ᵀ Φ_y(q))`` kept its
+        (positive) sign. Gauss–Newton from the guess alone jumps to another
+        assembly mode once `z` is far from it (a non-Grashof four-bar's crank
+        swung by 0.65 rad did, measured): a silently wrong trajectory. Near the
+        guess this is one stage, the plain solve. Without `follow`
+        (construction, on a guess not yet assembled): plain Gauss–Newton.
+
+        One `while_loop` runs the corrections of every stage and the tangent
+        is solved only at an accepted point (`lax.cond`): a simulation
+        evaluates this at many places of its program (~80 on the four-bar's
+        switch path), and a loop per stage or a tangent per iteration made it
+        compile and run markedly longer. A chord or secant predictor would be
+        cheaper, but its first-order error fails the "moved less than half"
+        test at any stride."""
         dep = jnp.asarray(self.dependent, int)
+        ind = jnp.asarray(self.independent, int)
+        y0 = self.q_guess[dep]
+        z0 = self.q_guess[ind]
+        dz = z - z0
+        basis = self._guess_jacobian[:, dep]
+
+        def tangent(jac):
+            return -_lstsq_solve(jac[:, dep], jac[:, ind]) @ dz
+
+        slope = tangent(self._guess_jacobian) if follow else jnp.zeros_like(y0)
 
         def cond(carry):
-            _, res, k = carry
-            going = (res > self.tol) & (k < self.max_iterations) & jnp.isfinite(res)
-            return (k == 0) | going
+            s, _, _, stride, _, _, _, _, _, stage = carry
+            if not follow:
+                return (s < 1.0) & (stage < 1)
+            return (s < 1.0) & (stage < MAX_STAGES) & (stride > MIN_STRIDE)
 
         def body(carry):
-            y, _, k = carry
-            phi, jac = self._residual_and_jacobian(self._full(z, y))
-            return y - _lstsq_solve(jac[:, dep], phi), jnp.max(jnp.abs(phi)), k + 1
+            s, y, slope, stride, s_try, y_pred, y_it, k, res, stage = carry
+            phi, jac = self._residual_and_jacobian(self._full(z0 + s_try * dz, y_it))
+            res_it = jnp.max(jnp.abs(phi))
+            y_next = y_it - _lstsq_solve(jac[:, dep], phi)
+            good = res_it <= self.tol
+            over = good | (k + 1 >= self.max_iterations) | ~(res_it < jnp.inf)
+            if follow:
+                moved = jnp.max(jnp.abs(y_it - y_pred))
+                predicted = jnp.max(jnp.abs(y_pred - y))
+                same_mode = jnp.linalg.det(basis.T @ jac[:, dep]) > 0
+                good = good & same_mode & (moved <= 0.5 * predicted + 1e3 * self.tol)
+            accept = over & good
+            slope = jax.lax.cond(accept, tangent, lambda _: slope, jac)
+            s = jnp.where(accept, s_try, s)
+            y = jnp.where(accept, y_next, y)
+            stride = jnp.where(over, jnp.where(good, 2.0, 0.25) * stride, stride)
+            s_next = jnp.minimum(s + stride, 1.0)
+            y_start = y + (s_next - s) * slope
+            return (
+                s,
+                y,
+                slope,
+                stride,
+                jnp.where(over, s_next, s_try),
+                jnp.where(over, y_start, y_pred),
+                jnp.where(over, y_start, y_next),
+                jnp.where(over, 0, k + 1),
+                jnp.where(accept, res_it, res),
+                stage + over.astype(jnp.int32),
+            )
 
-        nan = jnp.asarray(jnp.nan, dtype=self.q_guess.dtype)
-        y0 = self.q_guess[dep]
-        y, res, _ = jax.lax.while_loop(cond, body, (y0, nan, 0))
+        one = jnp.ones((), dtype=y0.dtype)
+        y1 = y0 + slope
+        carry = (0.0 * one, y0, slope, one, one, y1, y1, 0, jnp.nan * one, 0)
+        s, y, *_, res, _ = jax.lax.while_loop(cond, body, carry)
         # Whole turns of a revolute joint are the same configuration: report
         # the angle within half a turn of the guess.
         types = self.tree.model.joint_types
         turning = np.array([types[i] != "prismatic" for i in self.dependent])
         turns = jnp.round((y - y0) / (2 * np.pi))
         y = jnp.where(turning, y - 2 * np.pi * turns, y)
-        return y, res <= self.tol, res
+        return y, s >= 1.0, res
 
     @eqx.filter_jit
     def assemble(self, z: Vector) -> Float[Array, " tree"]:
@@ -416,6 +502,40 @@ class ClosedChain(AbstractSystem):
         if not self.dependent:
             return self._full(z, jnp.zeros(0, dtype=z.dtype))
         return self._full(z, _dependent_coordinates(self, z))
+
+    @eqx.filter_jit
+    def configuration_status(self, q: Vector) -> ConfigurationStatus:
+        """Whether the chain can be evaluated at independent coordinates `q`:
+        `ConfigurationStatus.closure_failed` where the branch of `q_guess`
+        cannot be followed to it (beyond the mechanism's reach, or past a
+        toggle),
+        `ConfigurationStatus.singular` where it assembles but the dependent
+        coordinates' closure Jacobian ``Φ_y`` is nearly rank deficient (smallest
+        singular value below `SINGULAR_RATIO` times the largest: a toggle or
+        branch point, where ``R = ∂q/∂z`` grows without bound), otherwise
+        `ConfigurationStatus.ok` (also for a non-finite `q`, where nothing can
+        be said).
+
+        A simulation that stops on a non-finite state asks this at the last
+        accepted state: a trajectory running into a toggle position of its
+        independent coordinates stops just short of it (every longer trial step
+        fails), so its result is ``singular_configuration``."""
+        self.check_vectors(q=q)
+        if not self.dependent:
+            return ConfigurationStatus.ok
+        y, ok, _ = self._newton(q)
+        jac = self.closure_jacobian(self._full(q, y))[:, jnp.asarray(self.dependent)]
+        sv = jnp.linalg.svd(jac, compute_uv=False)
+        singular = ~(sv[-1] > SINGULAR_RATIO * sv[0])
+        status = ConfigurationStatus.where(
+            ok,
+            ConfigurationStatus.where(
+                singular, ConfigurationStatus.singular, ConfigurationStatus.ok
+            ),
+            ConfigurationStatus.closure_failed,
+        )
+        finite = jnp.all(jnp.isfinite(q))
+        return ConfigurationStatus.where(finite, status, ConfigurationStatus.ok)
 
     @eqx.filter_jit
     def velocity_map(self, q: Float[Array, " tree"]) -> Float[Array, "tree dof"]:
@@ -588,9 +708,9 @@ def _dependent_coordinates_jvp(primals, tangents):
 
 # The construction-time check runs this on concrete values: compiled once per
 # chain structure instead of dispatched op by op.
-@jax.jit
-def _newton_jit(chain: ClosedChain, z):
-    return chain._newton(z)
+@eqx.filter_jit
+def _newton_jit(chain: ClosedChain, z, follow: bool = True):
+    return chain._newton(z, follow)
 
 
 # The simulation evaluates these at many points of its traced program: jitted,
