@@ -5,6 +5,7 @@ import tomllib
 from pathlib import Path
 
 import diffrax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -462,3 +463,28 @@ def test_identify_numbers_out_of_range_name_the_key(tmp_path, kwargs, fragments)
     message = str(info.value)
     for fragment in fragments:
         assert fragment in message, (fragment, message)
+
+
+def test_closed_chain_config_is_the_four_bar():
+    # `[[system.loops]]` tables and joints by name: the config builds the same
+    # system as `four_bar`, bit for bit.
+    path = _CONFIGS / "four_bar_crank_friction.toml"
+    cfg = load_config(path)
+    ref = jf.systems.four_bar(0.4, 1.0, 0.8, 1.0, masses=(1.0, 2.0, 1.5))
+    assert isinstance(cfg.system, jf.systems.ClosedChain)
+    assert cfg.system.independent == (0,) and cfg.system.tree.friction_joints == (0,)
+    z, zd = jnp.array([1.1]), jnp.array([-0.3])
+    assert np.array_equal(cfg.system.mass_matrix(z), ref.mass_matrix(z))
+    assert np.array_equal(cfg.system.bias_force(z, zd), ref.bias_force(z, zd))
+    # Errors name the loop table and key.
+    text = path.read_text()
+    for old, new, fragments in (
+        ('kind = "ball"', 'kind = "hinge"', ["[system.loops[0]]", "'hinge'"]),
+        ('kind = "ball"', 'kind = "ball"\nlink_c = "x"', ["loops[0]", "'link_c'"]),
+        ('link_b = "rocker_link"', 'link_b = "nope"', ["[system]", "'nope'"]),
+        ('independent = ["crank"]', "independent = [0.5]", ["'independent'"]),
+    ):
+        with pytest.raises(ConfigError) as err:
+            parse_config(tomllib.loads(text.replace(old, new)))
+        for fragment in fragments:
+            assert fragment in str(err.value), (fragment, str(err.value))

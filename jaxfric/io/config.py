@@ -28,14 +28,20 @@ A configuration file has these sections::
 
 Every key other than ``type`` is a constructor argument of the named class; the
 allowed keys and their types are read from the class itself, so a new law or
-force needs no change here. Unknown sections, unknown keys, missing required keys,
-wrong value types and unknown ``type`` names raise `ConfigError` naming the
-section and key (and listing what is allowed). Errors the constructors raise
-(parameter ranges) are re-raised with the section prefixed; out-of-range
-``[simulate]`` numbers (a negative ``rtol``, ``t1 <= t0``) are rejected while the
-file is read, before anything is compiled (`check_simulate_ranges`).
+force needs no change here. An argument that is a sequence of modules is an
+array of tables: a closed chain's loop joints are ``[[system.loops]]`` tables
+(``kind``, ``link_a``, ``link_b``, ...), its tree the ``[system.tree]`` table
+(see ``configs/four_bar_crank_friction.toml``).
+
+Unknown sections, unknown keys, missing required keys, wrong value types and
+unknown ``type`` names raise `ConfigError` naming the section and key (and
+listing what is allowed). Errors the constructors raise (parameter ranges) are
+re-raised with the section prefixed; out-of-range ``[simulate]`` numbers (a
+negative ``rtol``, ``t1 <= t0``) are rejected while the file is read, before
+anything is compiled (`check_simulate_ranges`).
 """
 
+import collections.abc
 import dataclasses
 import inspect
 import tomllib
@@ -46,6 +52,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import diffrax
+import equinox as eqx
 
 from .. import forces as _forces, friction as _friction, systems as _systems
 from .._check import check_finite, check_range
@@ -122,7 +129,8 @@ class SimulationConfig(NamedTuple):
 class _Param(NamedTuple):
     name: str
     kind: Any  # "number", "array", "int", "bool", "str", ("choice", values),
-    #            ("tuple", str or int), ("module", family, base class or protocol)
+    #            ("tuple", str, int or (int, str)), ("module", family, base class
+    #            or protocol), ("modules", class): an array of tables
     required: bool
 
 
@@ -161,9 +169,19 @@ def _kind_of(annotation):
             return ("module", "force", annotation)
         return None
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        if args[0] in (str, int):  # static structure: names, parent indices
-            return ("tuple", args[0])
+    sequence = origin is tuple and len(args) == 2 and args[1] is Ellipsis
+    if sequence or (origin is collections.abc.Sequence and len(args) == 1):
+        item = args[0]
+        if item in (str, int):  # static structure: names, parent indices
+            return ("tuple", item)
+        if typing.get_origin(item) in (typing.Union, types.UnionType) and set(
+            typing.get_args(item)
+        ) == {int, str}:  # joints by index or name
+            return ("tuple", (int, str))
+        if _is_concrete_class(item, eqx.Module) and _params(item) is not None:
+            # Parts of a module (a closed chain's loop joints): an array of
+            # tables, `[[system.loops]]`.
+            return ("modules", item)
     if inspect.isclass(annotation):
         for family, (base, _) in _BASES.items():
             if issubclass(annotation, base):
@@ -186,9 +204,12 @@ def _params(cls) -> list[_Param] | None:
     for p in inspect.signature(cls).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
-        # Field types carry the real annotation (converted fields show `Any`
-        # in the generated __init__).
-        annotation = fields[p.name].type if p.name in fields else p.annotation
+        # A hand-written __init__'s annotation says what it accepts (joints by
+        # name or index); else the field type (converted fields show `Any` in
+        # the generated __init__).
+        annotation = p.annotation
+        if annotation in (inspect.Parameter.empty, Any) and p.name in fields:
+            annotation = fields[p.name].type
         if annotation is inspect.Parameter.empty:
             annotation = Any
         annotation, optional = _unwrap_optional(annotation)
@@ -275,7 +296,22 @@ def _convert(value, kind, where: str):
             isinstance(v, item) and not isinstance(v, bool) for v in value
         ):
             return tuple(value)
-        expected = f"an array of {'strings' if item is str else 'integers'}"
+        what = {str: "strings", int: "integers"}.get(item, "integers or strings")
+        expected = f"an array of {what}"
+    elif isinstance(kind, tuple) and kind[0] == "modules":
+        cls = kind[1]
+        if isinstance(value, list) and all(isinstance(v, Mapping) for v in value):
+            name = cls.__name__
+            return tuple(
+                build(
+                    "system",
+                    {"type": name, **v},
+                    section=f"{where[:-1]}[{i}]]" if where.endswith("]") else where,
+                    types={name: cls},
+                )
+                for i, v in enumerate(value)
+            )
+        expected = f"an array of tables (each a {cls.__name__})"
     elif isinstance(kind, tuple) and kind[0] == "choice":
         if isinstance(value, str) and value in kind[1]:
             return value
@@ -359,7 +395,7 @@ def build(
                 f"keys: type, {', '.join(params)}."
             )
         kind = params[key].kind
-        nested = isinstance(kind, tuple) and kind[0] == "module"
+        nested = isinstance(kind, tuple) and kind[0] in ("module", "modules")
         where = f"{section[:-1]}.{key}]" if nested else f"{section} key {key!r}"
         kwargs[key] = _convert(value, kind, where)
     missing = [p.name for p in params.values() if p.required and p.name not in kwargs]
