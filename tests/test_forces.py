@@ -28,19 +28,24 @@ def test_constant_and_function_force():
 
 def test_callable_closing_over_a_traced_value():
     # `simulate` closure-converts a plain callable: a value it closes over that
-    # is traced under `jit` is an input, not a constant leaked out of its trace.
+    # is traced (here by `grad`) is an input of the solve, so the derivative of
+    # an event time reaches it. Without the conversion this raised "No constant
+    # handler for type LinearizeTracer". Closed form: from rest the mass is
+    # stuck until a·sin(2t) reaches fs = 1, t* = arcsin(1/a)/2, so
+    # dt*/da = −1/(2a·sqrt(a² − 1)).
     system = jf.systems.Oscillator(mass=1.0, stiffness=1.0)
 
     @jax.jit
-    def final(a):
+    @jax.value_and_grad
+    def breakaway(a):
         force = lambda t, q, qd: a * jnp.sin(2.0 * t)  # noqa: E731
-        sol = jf.simulate(system, jf.Coulomb(1.0), 0.0, 0.0, 4.0, force=force)
-        return sol.q[-1, 0]
+        sol = jf.simulate(system, jf.Coulomb(1.0), 0.0, 0.0, 1.0, force=force)
+        return sol.event_times[0]
 
-    module = jf.simulate(
-        system, jf.Coulomb(1.0), 0.0, 0.0, 4.0, force=jf.forces.Sine(1.5, 2.0)
-    )
-    np.testing.assert_allclose(final(1.5), module.q[-1, 0], rtol=1e-12)
+    a = 1.5
+    t_star, grad = breakaway(a)
+    np.testing.assert_allclose(t_star, np.arcsin(1 / a) / 2, rtol=1e-9)
+    np.testing.assert_allclose(grad, -1 / (2 * a * np.sqrt(a**2 - 1)), rtol=1e-7)
 
 
 def test_sine_formula():
