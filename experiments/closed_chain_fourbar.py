@@ -6,8 +6,8 @@ closed by a ball loop joint, simulated in the crank angle). The crank carries
 Coulomb friction ``fc`` and a drive torque ``τ = rate·t``; gravity loads it with
 ``g(θ0) = dV/dθ``. It stays stuck while ``|rate·t − g(θ0)| <= fc`` and breaks
 away at ``t* = (fc + g(θ0))/rate`` (Farhat et al. 2010, Eq. 5). ``V(θ)`` is
-computed here in closed form (triangle of the coupler, the rocker and the
-diagonal), independently of jaxfric.
+computed in closed form (`_four_bar.py`: the triangle of the coupler, the rocker
+and the diagonal), independently of jaxfric.
 
 Checked: the breakaway time against ``t*``; crank velocity exactly ``0.0`` and
 angle bit-constant while stuck; the loop closure along the run; ``jax.grad`` of
@@ -32,6 +32,7 @@ from _common import (
     results_dir,
     write_json,
 )
+from _four_bar import breakaway_time
 
 enable_float64()
 
@@ -48,19 +49,6 @@ class Ramp(jf.forces.AbstractStatelessForce):
 
     def __call__(self, t, q, qd):
         return jnp.reshape(self.rate * t, (1,))
-
-
-def potential(theta, mech):
-    """Gravity potential ``V(θ)`` of the four-bar, J (closed form)."""
-    a, b, c, d = (mech[k] for k in ("crank", "coupler", "rocker", "ground"))
-    tip = a * np.array([np.cos(theta), np.sin(theta)])
-    pivot = np.array([d, 0.0])
-    diag = np.linalg.norm(pivot - tip)
-    ex = (pivot - tip) / diag
-    along = (b**2 - c**2 + diag**2) / (2 * diag)
-    joint = tip + along * ex + np.sqrt(b**2 - along**2) * np.array([-ex[1], ex[0]])
-    heights = np.array([tip[1] / 2, (tip[1] + joint[1]) / 2, joint[1] / 2])
-    return mech["gravity"] * float(np.dot(mech["masses"], heights))
 
 
 def main(settings) -> bool:
@@ -97,9 +85,7 @@ def main(settings) -> bool:
     jax.block_until_ready(forward(run_cfg["fc"], run_cfg["rate"]))
     run_forward = time.perf_counter() - start
 
-    h = 1e-5
-    load = (potential(theta0 + h, mech) - potential(theta0 - h, mech)) / (2 * h)
-    t_break = (run_cfg["fc"] + load) / run_cfg["rate"]
+    t_break = breakaway_time(mech, run_cfg["fc"], run_cfg["rate"])
     stuck = np.asarray(sol.ts) < t_break
     closure = jax.vmap(lambda z: chain.closure_residual(chain.assemble(z)))(sol.q)
 
