@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from .._types import Float, Int, SlipVector, Vector
-from ..systems import AbstractSystem
+from ..systems import AbstractSystem, Dynamics
 from ._law import AbstractFrictionLaw
 from ._lcp import box_lcp
 
@@ -211,12 +211,20 @@ def masked_solve(
     return psd_solve(matrix, rhs, weights, least_norm)
 
 
-def free_acceleration(system: AbstractSystem, q: Vector, qd: Vector, rhs: Vector):
-    """Return ``(M⁻¹ rhs, M⁻¹ Jᵀ, J)`` with one factorisation of ``M(q)``."""
-    jac = system.friction_jacobian(q)
-    both = small_solve(
-        system.mass_matrix(q), jnp.concatenate([rhs[:, None], jac.T], axis=1)
-    )
+def free_acceleration(
+    system: AbstractSystem,
+    q: Vector,
+    qd: Vector,
+    rhs: Vector,
+    dynamics: Dynamics | None = None,
+):
+    """Return ``(M⁻¹ rhs, M⁻¹ Jᵀ, J)`` with one factorisation of ``M(q)``
+    (`dynamics`: `AbstractSystem.dynamics` at ``(q, q̇)`` when the caller has
+    it)."""
+    if dynamics is None:
+        dynamics = system.dynamics(q, qd)
+    jac = dynamics.jac
+    both = small_solve(dynamics.mass, jnp.concatenate([rhs[:, None], jac.T], axis=1))
     return both[:, 0], both[:, 1:], jac
 
 
@@ -232,12 +240,18 @@ class StickParts(NamedTuple):
     jdot_qd: SlipVector
 
 
-def stick_parts(system: AbstractSystem, q: Vector, qd: Vector, net: Vector):
+def stick_parts(
+    system: AbstractSystem,
+    q: Vector,
+    qd: Vector,
+    net: Vector,
+    dynamics: Dynamics | None = None,
+):
     """The `StickParts` of the state ``(q, q̇)`` under ``net = τ − h``."""
-    acc_net, minv_jt, jac = free_acceleration(system, q, qd, net)
-    return StickParts(
-        acc_net, minv_jt, jac, jac @ minv_jt, system.friction_jacobian_dot_qd(q, qd)
-    )
+    if dynamics is None:
+        dynamics = system.dynamics(q, qd)
+    acc_net, minv_jt, jac = free_acceleration(system, q, qd, net, dynamics)
+    return StickParts(acc_net, minv_jt, jac, jac @ minv_jt, dynamics.jdot_qd)
 
 
 def solve_stick(
@@ -301,6 +315,7 @@ def friction_and_acceleration(
     net: Vector,
     modes: Int[jax.Array, " m"],
     split: bool = True,
+    dynamics: Dynamics | None = None,
 ) -> tuple[SlipVector, Vector]:
     """Friction and accelerations for fixed modes (the vector field of a segment).
 
@@ -308,14 +323,20 @@ def friction_and_acceleration(
     by the mode (Farhat et al. 2010, Eq. 8); stuck ones the Delassus solve,
     redundant ones sharing their load in proportion to their static limits
     (`split`; without it the stick forces of redundant elements are any that
-    hold them, and the accelerations the same).
+    hold them, and the accelerations the same). `dynamics`:
+    `AbstractSystem.dynamics` at ``(q, q̇)`` when the caller has it.
     """
-    slip = system.slip_velocity(q, qd)
+    if dynamics is None:
+        dynamics = system.dynamics(q, qd)
+    slip = dynamics.jac @ qd
     direction = jnp.where(modes >= 0, 1.0, -1.0)
     f_slip = law.slip_force(slip, direction)
     weights = limit_scale(law, slip)[2]
     stuck = modes == STICK
-    return solve_stick(system, q, qd, net, f_slip, stuck, weights=weights, split=split)
+    parts = stick_parts(system, q, qd, net, dynamics)
+    return solve_stick(
+        system, q, qd, net, f_slip, stuck, parts=parts, weights=weights, split=split
+    )
 
 
 def limit_scale(law: AbstractFrictionLaw, like: SlipVector):

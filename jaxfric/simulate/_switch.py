@@ -37,7 +37,7 @@ import optimistix as optx
 
 from .._types import Array, Bool, Float, Int, Vector
 from ..forces import AbstractForce
-from ..systems import AbstractSystem
+from ..systems import AbstractSystem, Dynamics
 from ._common import (
     classify,
     input_anchor,
@@ -177,20 +177,23 @@ class _Segment(eqx.Module):
     dip_history: tuple
 
 
-def _net_force(system, force, t, q, qd, x) -> tuple[Vector, Float[Array, " c"]]:
-    """``(τ − h, ẋ)``: every force on the coordinates but friction, and the
-    rate of the force's state."""
+def _net_force(system, force, t, q, qd, x) -> tuple[Vector, Array, Dynamics]:
+    """``(τ − h, ẋ, dynamics)``: every force on the coordinates but friction,
+    the rate of the force's state, and the system's terms at ``(q, q̇)``
+    (`AbstractSystem.dynamics`: evaluated once per state, which for a closed
+    chain is one closure solve instead of five)."""
     applied, rate = applied_force(force, t, q, qd, x)
-    return applied - system.bias_force(q, qd), rate
+    dynamics = system.dynamics(q, qd)
+    return applied - dynamics.bias, rate, dynamics
 
 
 def _vector_field(t, y, seg: _Segment):
     q, qd, x = y
-    net, rate = _net_force(seg.system, seg.force, t, q, qd, x)
+    net, rate, dynamics = _net_force(seg.system, seg.force, t, q, qd, x)
     # Accelerations only: how redundant stuck elements split their load is
     # not needed here (and its correction would be compiled at every stage).
     _, acc = friction_and_acceleration(
-        seg.system, seg.law, q, qd, net, seg.modes, split=False
+        seg.system, seg.law, q, qd, net, seg.modes, split=False, dynamics=dynamics
     )
     # Exact zeros keep a stuck joint's position constant to the last bit.
     dq = jnp.where(seg.hold, 0.0, qd)
@@ -202,9 +205,11 @@ def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
     """Per element, a quantity positive inside the segment that reaches zero at
     the element's event: ``mode·s`` when slipping, the stick margin when stuck."""
     q, qd, x = y
-    net, _ = _net_force(seg.system, seg.force, t, q, qd, x)
-    friction, _ = friction_and_acceleration(seg.system, seg.law, q, qd, net, seg.modes)
-    slip = seg.system.slip_velocity(q, qd)
+    net, _, dynamics = _net_force(seg.system, seg.force, t, q, qd, x)
+    friction, _ = friction_and_acceleration(
+        seg.system, seg.law, q, qd, net, seg.modes, dynamics=dynamics
+    )
+    slip = dynamics.jac @ qd
     return jnp.where(
         seg.modes == STICK, stick_margin(seg.law, friction), seg.modes * slip
     )
@@ -323,8 +328,10 @@ def _initial_modes(system, law, force, t0, q0, qd0, x0):
     modes0 = jnp.sign(slip0).astype(jnp.int32)
     at_zero0 = slip0 == 0
     no = jnp.zeros(slip0.shape, dtype=bool)
-    net0, _ = _net_force(system, force, t0, q0, qd0, x0)
-    friction0, _ = friction_and_acceleration(system, law, q0, qd0, net0, modes0)
+    net0, _, dynamics = _net_force(system, force, t0, q0, qd0, x0)
+    friction0, _ = friction_and_acceleration(
+        system, law, q0, qd0, net0, modes0, dynamics=dynamics
+    )
     return _switch(system, law, q0, qd0, net0, friction0, modes0, at_zero0, no)
 
 
@@ -402,12 +409,12 @@ def _switching_elements(system, law, force, modes, t_e, y_e, event_hit, time_tol
     """
     q_e, qd_e, x_e = y_e
     stuck = modes == STICK
-    net, _ = _net_force(system, force, t_e, q_e, qd_e, x_e)
-    friction, acc = friction_and_acceleration(system, law, q_e, qd_e, net, modes)
-    slip = system.slip_velocity(q_e, qd_e)
-    slip_rate = system.friction_jacobian(q_e) @ acc + (
-        system.friction_jacobian_dot_qd(q_e, qd_e)
+    net, _, dynamics = _net_force(system, force, t_e, q_e, qd_e, x_e)
+    friction, acc = friction_and_acceleration(
+        system, law, q_e, qd_e, net, modes, dynamics=dynamics
     )
+    slip = dynamics.jac @ qd_e
+    slip_rate = dynamics.jac @ acc + dynamics.jdot_qd
     g = jnp.where(stuck, stick_margin(law, friction), modes * slip)
     window = 100 * time_tol * (1 + jnp.abs(t_e))
     soon = ~stuck & (g <= jnp.abs(slip_rate) * window)
@@ -459,8 +466,10 @@ def _solution(system, law, force, ts, final: _Carry, event_times, num_vf_evals):
     q_s, qd_s, x_s, modes_s = (a[same] for a in final.saved)
 
     def friction_at(t, q, qd, x, modes):
-        net, _ = _net_force(system, force, t, q, qd, x)
-        f, _ = friction_and_acceleration(system, law, q, qd, net, modes)
+        net, _, dynamics = _net_force(system, force, t, q, qd, x)
+        f, _ = friction_and_acceleration(
+            system, law, q, qd, net, modes, dynamics=dynamics
+        )
         return f
 
     return Solution(

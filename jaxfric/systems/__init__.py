@@ -4,6 +4,7 @@ from . import rigid as rigid
 from ._base import (
     AbstractSystem as AbstractSystem,
     ConfigurationStatus as ConfigurationStatus,
+    Dynamics as Dynamics,
 )
 from ._closed import ClosedChain as ClosedChain, LoopJoint as LoopJoint
 from ._lumped import (

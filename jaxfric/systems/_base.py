@@ -9,6 +9,7 @@ and m = `n_friction` friction elements acting on slip coordinates
 """
 
 import abc
+from typing import NamedTuple
 
 import equinox as eqx
 import equinox.internal as eqxi
@@ -28,6 +29,16 @@ class ConfigurationStatus(eqxi.Enumeration):  # pyright: ignore[reportGeneralTyp
     ok = "The system is defined at this configuration."
     closure_failed = "The loop-closure equations could not be solved here."
     singular = "The dependent coordinates' closure Jacobian is (nearly) singular."
+
+
+class Dynamics(NamedTuple):
+    """Every state-dependent term of the equations of motion at one state
+    ``(q, q̇)`` (`AbstractSystem.dynamics`)."""
+
+    mass: Matrix  # M(q), kg or kg·m²
+    bias: Vector  # h(q, q̇), N or N·m
+    jac: Jacobian  # J(q)
+    jdot_qd: SlipVector  # J̇(q, q̇) q̇
 
 
 class AbstractSystem(eqx.Module):
@@ -96,6 +107,19 @@ class AbstractSystem(eqx.Module):
             m = self.n_friction
             why = f"{type(self).__name__} with n_friction={m}"
             check_shape("friction", friction, (m,), why)
+
+    def dynamics(self, q: Vector, qd: Vector) -> Dynamics:
+        """``M``, ``h``, ``J`` and ``J̇q̇`` at ``(q, q̇)`` at once: what the
+        simulation paths evaluate at every state. Default: the four methods. A
+        system whose terms share expensive work overrides it (`ClosedChain`:
+        one closure solve instead of one per method)."""
+        self.check_vectors(q=q, qd=qd)
+        return Dynamics(
+            self.mass_matrix(q),
+            self.bias_force(q, qd),
+            self.friction_jacobian(q),
+            self.friction_jacobian_dot_qd(q, qd),
+        )
 
     def slip_velocity(self, q: Vector, qd: Vector) -> SlipVector:
         """Slip velocities ``s = J(q) q̇``, m/s or rad/s."""

@@ -29,7 +29,7 @@ import scipy.linalg
 
 from .._check import check_finite, check_range, is_concrete
 from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
-from ._base import AbstractSystem, ConfigurationStatus
+from ._base import AbstractSystem, ConfigurationStatus, Dynamics
 from .rigid import _dynamics, _kinematics, _spatial as sp
 from .rigid._system import RigidBodyTree, joint_indices
 
@@ -600,6 +600,12 @@ class ClosedChain(AbstractSystem):
         c = _velocity_terms(self, q, qd)[1]
         return c[jnp.asarray(self.tree.friction_joints, int)]
 
+    def dynamics(self, q: Vector, qd: Vector) -> Dynamics:
+        """``M``, ``h``, ``J``, ``J̇q̇`` in the independent coordinates from one
+        closure solve (the four methods each solve it again)."""
+        self.check_vectors(q=q, qd=qd)
+        return _all_terms(self, q, qd)
+
     @eqx.filter_jit
     def inverse_dynamics(self, q: Vector, qd: Vector, qdd: Vector) -> Vector:
         """Generalised forces along the independent coordinates producing ``z̈``
@@ -729,6 +735,21 @@ def _velocity_terms(chain: ClosedChain, z, zd):
     q, qd, rows, c = chain.tree_state(z, zd)
     tree = chain.tree
     return rows.T @ (tree.mass_matrix(q) @ c + tree.bias_force(q, qd)), c
+
+
+@jax.jit
+def _all_terms(chain: ClosedChain, z, zd) -> Dynamics:
+    """`ClosedChain.dynamics`: one `tree_state` for every term."""
+    q, qd, rows, c = chain.tree_state(z, zd)
+    tree = chain.tree
+    mass = tree.mass_matrix(q)
+    joints = jnp.asarray(tree.friction_joints, int)
+    return Dynamics(
+        rows.T @ mass @ rows,
+        rows.T @ (mass @ c + tree.bias_force(q, qd)),
+        rows[joints],
+        c[joints],
+    )
 
 
 def _twist_derivatives(loop: LoopJoint, rot_a, pos_a, rot_b, pos_b):
