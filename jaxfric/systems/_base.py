@@ -131,8 +131,9 @@ class AbstractSystem(eqx.Module):
     ) -> Vector:
         """Forward dynamics ``q̈ = M⁻¹(τ − h − Jᵀ f)`` by a Cholesky solve."""
         self.check_vectors(q=q, qd=qd, applied=applied, friction=friction)
-        rhs = applied - self.bias_force(q, qd) - self.friction_jacobian(q).T @ friction
-        return _spd_solve(self.mass_matrix(q), rhs)
+        terms = self.dynamics(q, qd)
+        rhs = applied - terms.bias - terms.jac.T @ friction
+        return _spd_solve(terms.mass, rhs)
 
 
 def _spd_solve(matrix, rhs):
