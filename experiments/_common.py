@@ -9,6 +9,7 @@ and its checked claims (``PASS``/``FAIL`` with the measured number).
 
 import os
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -335,3 +336,15 @@ def random_robot_states(seed: int, num: int, n_dof: int):
         rng.normal(0.0, 5.0, (num, n_dof)),
         rng.normal(0.0, 10.0, (num, n_dof)),
     )
+
+
+def best_time(fn, args, repeats):
+    """``(best wall time of `repeats` warm calls, s; the output)``, after one
+    call that compiles."""
+    out = jax.block_until_ready(fn(*args))
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - start)
+    return best, out

@@ -1,7 +1,39 @@
-"""The four-bar's closed-form statics, shared by the closed-chain experiments:
-computed from the geometry alone, independently of jaxfric."""
+"""The four-bar of the closed-chain experiments: the jaxfric model from the
+settings' ``[mechanism]`` table, the drive ramp, and the closed-form statics
+(computed from the geometry alone, independently of jaxfric)."""
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from _common import enable_float64
+
+enable_float64()  # before jaxfric is imported, as in every experiment
+
+import jaxfric as jf  # noqa: E402
+
+
+class Ramp(jf.forces.AbstractStatelessForce):
+    """Drive torque ``τ = rate·t`` on the crank, N·m (a module, so that `rate`
+    is a differentiable leaf, not a constant closed over)."""
+
+    rate: jax.Array
+
+    def __call__(self, t, q, qd):
+        return jnp.reshape(self.rate * t, (1,))
+
+
+def make_four_bar(mech):
+    """`jaxfric.systems.four_bar` from a ``[mechanism]`` table (gravity along
+    −y)."""
+    return jf.systems.four_bar(
+        mech["crank"],
+        mech["coupler"],
+        mech["rocker"],
+        mech["ground"],
+        masses=mech["masses"],
+        crank_angle=mech["crank_angle"],
+        gravity=(0.0, -mech["gravity"], 0.0),
+    )
 
 
 def potential(theta, mech):

@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from _common import (
+    best_time,
     claim,
     enable_float64,
     load_average,
@@ -43,32 +44,13 @@ from _common import (
     results_dir,
     write_json,
 )
-from _four_bar import breakaway_time
+from _four_bar import Ramp, breakaway_time, make_four_bar
 
 enable_float64()
 
 import jaxfric as jf  # noqa: E402
 
 NAME = "bench_closed_chain"
-
-
-class Ramp(jf.forces.AbstractStatelessForce):
-    """Drive torque ``τ = rate·t`` on the crank, N·m."""
-
-    rate: jax.Array
-
-    def __call__(self, t, q, qd):
-        return jnp.reshape(self.rate * t, (1,))
-
-
-def best_time(fn, args, repeats):
-    out = jax.block_until_ready(fn(*args))
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - start)
-    return best, out
 
 
 # --- MuJoCo ------------------------------------------------------------------
@@ -174,15 +156,7 @@ def main(settings) -> bool:
     mech, prob = settings["mechanism"], settings["problem"]
     jcfg, mj = settings["jaxfric"], settings["mujoco"]
     theta0 = mech["crank_angle"]
-    chain = jf.systems.four_bar(
-        mech["crank"],
-        mech["coupler"],
-        mech["rocker"],
-        mech["ground"],
-        masses=mech["masses"],
-        crank_angle=theta0,
-        gravity=(0.0, -mech["gravity"], 0.0),
-    )
+    chain = make_four_bar(mech)
     t1 = prob["t1"]
     t_star = breakaway_time(mech, prob["fc"], prob["rate"])
     ts = jnp.linspace(0.0, t1, prob["num_save"])

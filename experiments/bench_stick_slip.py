@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from _common import (
+    best_time,
     claim,
     enable_float64,
     load_average,
@@ -152,18 +153,6 @@ def jaxfric_runners(prob, num_save, solver=None):
         return jf.simulate(system, law, x0, 0.0, prob["creep_t1"], num_save=num_save)
 
     return jax.jit(jax.vmap(free)), jax.jit(jax.vmap(forced)), creep
-
-
-def best_time(fn, args, repeats):
-    out = fn(*args)
-    jax.block_until_ready(out)
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn(*args)
-        jax.block_until_ready(out)
-        best = min(best, time.perf_counter() - start)
-    return best, out
 
 
 # --- MuJoCo ------------------------------------------------------------------

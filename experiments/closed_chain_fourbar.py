@@ -32,7 +32,7 @@ from _common import (
     results_dir,
     write_json,
 )
-from _four_bar import breakaway_time
+from _four_bar import Ramp, breakaway_time, make_four_bar
 
 enable_float64()
 
@@ -41,28 +41,10 @@ import jaxfric as jf  # noqa: E402
 NAME = "closed_chain_fourbar"
 
 
-class Ramp(jf.forces.AbstractStatelessForce):
-    """Drive torque ``τ = rate·t`` on the crank, N·m (a module, so that `rate`
-    is a differentiable leaf, not a constant closed over)."""
-
-    rate: jax.Array
-
-    def __call__(self, t, q, qd):
-        return jnp.reshape(self.rate * t, (1,))
-
-
 def main(settings) -> bool:
     mech, run_cfg = settings["mechanism"], settings["run"]
     theta0 = mech["crank_angle"]
-    chain = jf.systems.four_bar(
-        mech["crank"],
-        mech["coupler"],
-        mech["rocker"],
-        mech["ground"],
-        masses=mech["masses"],
-        crank_angle=theta0,
-        gravity=(0.0, -mech["gravity"], 0.0),
-    )
+    chain = make_four_bar(mech)
     t1 = run_cfg["t1"]
     ts = jnp.linspace(0.0, t1, run_cfg["num_save"])
 
