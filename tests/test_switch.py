@@ -307,6 +307,24 @@ def test_free_oscillator_two_reversals():
     )
 
 
+def test_second_derivative_through_reversals():
+    # The same three events in k: t_i = iπ/√k, x(T) = 6 Fc/k − x0, so
+    # d²t_i/dk² = (3/4) iπ k^(−5/2) and d²x/dk² = 12 Fc/k³. Each segment after
+    # a reversal starts moving at an event time that depends on k; before the
+    # start state carried the flow's δ² term, d²x/dk² came out 0.897 (not 12).
+    def final(k):
+        out, sol = _final_state_forward_mode(_params(x0=5.5, stiffness=k))
+        return jnp.concatenate([out[:1], sol.event_times[:3]])
+
+    def second(k):
+        first = lambda k: jax.jvp(final, (k,), (jnp.ones_like(k),))[1]  # noqa: E731
+        return jax.jvp(first, (k,), (jnp.ones_like(k),))[1]
+
+    d2 = np.asarray(jax.jit(second)(jnp.array(1.0)))
+    expected = [12.0, *(0.75 * np.pi * np.arange(1, 4))]
+    np.testing.assert_allclose(d2, expected, rtol=0, atol=JAC_TOL)
+
+
 def test_damped_coulomb_oscillator_sticks_analytically():
     # ẍ + fv ẋ + x = −fc·d (Coulomb with a viscous term, Farhat Eq. 4
     # symmetric): from rest at x0 > fc the first half swing is a damped cosine

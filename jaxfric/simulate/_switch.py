@@ -620,18 +620,34 @@ class SwitchPath(AbstractPath):
             # Members of a batch that are done run a zero-length solve, then are
             # restored from `c` below.
             # The solve starts at the start time without its gradient; the start
-            # state carries it instead, ``y₀ − f(t₀, y₀)·δt₀`` (to first order the
-            # same flow). With a differentiated `t0` diffrax moves every step with
-            # it while steps clipped onto `jump_ts` stay put, and the gradient
-            # through a `Tabulated` breakaway was 2e-6 off (5e-6 relative; 2.5e-9
-            # this way, measured against central differences and a converged run).
+            # state carries it instead: the flow from (t₀, y₀) back to the fixed
+            # time, ``y₀ − f·δ + ½(f_t + f_y f)·δ²`` with δ = t₀ − stop_gradient(t₀)
+            # (zero in value, so only derivatives see it). With a differentiated
+            # `t0` diffrax moves every step with it while steps clipped onto
+            # `jump_ts` stay put, and the gradient through a `Tabulated` breakaway
+            # was 2e-6 off (5e-6 relative; 2.5e-9 this way, against central
+            # differences and a converged run). The δ² term makes second
+            # derivatives right: without it ∂²y/∂t₀² was −2f_t instead of
+            # −f_t + f_y f, and the excitation-design gradient (a derivative of
+            # first-order sensitivities) was 0.38 off.
             t_start = jnp.where(c.done, t1, c.t)
             t_fixed = jax.lax.stop_gradient(t_start)
             seg = _Segment(system, law, force, c.modes, c.hold, t_fixed, c.dip_history)
             y_c = (c.q, c.qd, c.x)
             rate = _vector_field(t_start, y_c, seg)
+            # f_t + f_y f, without a gradient: it multiplies δ².
+            _, curvature = jax.jvp(
+                lambda t, y: _vector_field(t, y, seg),
+                jax.lax.stop_gradient((t_start, y_c)),
+                jax.lax.stop_gradient((jnp.ones_like(t_start), rate)),
+            )
             shift = t_start - t_fixed
-            y_start = jax.tree.map(lambda y, dy: y - dy * shift, y_c, rate)
+            y_start = jax.tree.map(
+                lambda y, dy, ddy: y - dy * shift + 0.5 * ddy * shift**2,
+                y_c,
+                rate,
+                curvature,
+            )
             t_start = t_fixed
             # The segment ends at the next stop (or an event).
             stop = jnp.minimum(c.next_stop, num_stops - 1)
