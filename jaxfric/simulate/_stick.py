@@ -382,6 +382,7 @@ def consistent_modes(
     released: jax.Array | None = None,
     *,
     release_first: bool | jax.Array = True,
+    dynamics: Dynamics | None = None,
 ) -> tuple[Int[jax.Array, " m"], jax.Array]:
     """Choose modes for the elements at zero slip velocity (Farhat et al. 2010,
     Sec. 4.2 and Eq. 5–8).
@@ -434,6 +435,8 @@ def consistent_modes(
         release_first: whether to try the release iteration first (default);
             ``False`` goes to the LCP at once. A boolean array selects at run
             time (one compilation for both, e.g. in tests).
+        dynamics: `AbstractSystem.dynamics` at ``(q, q̇)`` when the caller has
+            it.
 
     Returns:
         ``(modes, consistent)``: the new modes (``int32``, shape ``(m,)``;
@@ -443,12 +446,12 @@ def consistent_modes(
     if released is None:
         released = jnp.zeros_like(at_zero)
     checked = at_zero | released
-    slip = system.slip_velocity(q, qd)
+    # One factorisation of M for every mode set tried below.
+    parts = stick_parts(system, q, qd, net, dynamics)
+    slip = parts.jac @ qd
     # Relative violation, so elements with different force scales compare.
     limit_pos, limit_neg, scale = limit_scale(law, slip)
     index = jnp.arange(modes.shape[0])
-    # One factorisation of M for every mode set tried below.
-    parts = stick_parts(system, q, qd, net)
     # Slip accelerations against the slip direction smaller than this are
     # rounding (e.g. a breakaway with static = kinetic level releases at zero
     # acceleration; the event time is known to 1e-13 s): 1e-9 of the slip

@@ -235,16 +235,21 @@ def _event_condition(t, y, args: _Segment, **kwargs):
 
 
 def _project_velocity(
-    system: AbstractSystem, q: Vector, qd: Vector, zero: Bool[Array, " m"]
+    system: AbstractSystem,
+    q: Vector,
+    qd: Vector,
+    zero: Bool[Array, " m"],
+    dynamics: Dynamics,
 ) -> Vector:
     """Make the slip velocities of the `zero` elements vanish.
 
     The smallest change in kinetic-energy metric: ``q̇ ← q̇ − M⁻¹J_Zᵀ λ`` with
     ``(J_Z M⁻¹ J_Zᵀ) λ = J_Z q̇`` (a tiny impulse: the event left ``|J_Z q̇|`` at
     the root-finder's tolerance). Coordinates with a one-entry ``J`` row are then
-    set to exactly ``0.0``.
+    set to exactly ``0.0``. `dynamics` is taken at `q` (only ``M`` and ``J``
+    are read, which do not depend on the velocity).
     """
-    _, minv_jt, jac = free_acceleration(system, q, qd, jnp.zeros_like(qd))
+    _, minv_jt, jac = free_acceleration(system, q, qd, jnp.zeros_like(qd), dynamics)
     lam = masked_solve(jac @ minv_jt, jac @ qd, zero)
     qd = qd - minv_jt @ jnp.where(zero, lam, 0.0)
     return jnp.where(_joint_coordinates(jac, zero), 0.0, qd)
@@ -271,7 +276,7 @@ def _joint_coordinates(jac, elements) -> Bool[Array, " dof"]:
 
 
 def _switch(
-    system, law, q, qd, net, friction, modes, at_zero, breakaway
+    system, law, q, qd, net, friction, modes, at_zero, breakaway, dynamics
 ) -> tuple[Int[Array, " m"], Vector, Bool[Array, " dof"], Bool[Array, ""]]:
     """New modes at an event (Farhat et al. 2010, Sec. 4.2 and Eq. 8).
 
@@ -284,6 +289,9 @@ def _switch(
             velocity just reached zero.
         breakaway: stuck elements whose stick force reached its static limit;
             released in the direction of their stick force.
+        dynamics: `AbstractSystem.dynamics` at the event state (one closure
+            solve of a closed chain serves the whole switch; the velocity
+            projection changes ``q̇`` by a rounding-size impulse only).
 
     Returns:
         ``(modes, q̇, hold, ok)``: the new modes, the velocities with the zero
@@ -293,12 +301,22 @@ def _switch(
     released = jnp.where(friction >= 0, 1, -1).astype(modes.dtype)
     modes = jnp.where(breakaway, released, modes)
     modes, consistent = consistent_modes(
-        system, law, q, qd, net, modes, at_zero & ~breakaway, released=breakaway
+        system,
+        law,
+        q,
+        qd,
+        net,
+        modes,
+        at_zero & ~breakaway,
+        released=breakaway,
+        dynamics=dynamics,
     )
-    qd = _project_velocity(system, q, qd, at_zero | breakaway)
+    qd = _project_velocity(system, q, qd, at_zero | breakaway, dynamics)
     stuck = modes == STICK
-    hold = _joint_coordinates(system.friction_jacobian(q), stuck)
-    friction, acc = friction_and_acceleration(system, law, q, qd, net, modes)
+    hold = _joint_coordinates(dynamics.jac, stuck)
+    friction, acc = friction_and_acceleration(
+        system, law, q, qd, net, modes, dynamics=dynamics
+    )
     ok = jnp.all(jnp.isfinite(friction)) & jnp.all(jnp.isfinite(acc))
     ok = ok & jnp.all(jnp.isfinite(qd)) & consistent
     return modes, qd, hold, ok
@@ -332,7 +350,9 @@ def _initial_modes(system, law, force, t0, q0, qd0, x0):
     friction0, _ = friction_and_acceleration(
         system, law, q0, qd0, net0, modes0, dynamics=dynamics
     )
-    return _switch(system, law, q0, qd0, net0, friction0, modes0, at_zero0, no)
+    return _switch(
+        system, law, q0, qd0, net0, friction0, modes0, at_zero0, no, dynamics
+    )
 
 
 def _save_stops(ts, t1) -> tuple[int, Float[Array, " k"]]:
@@ -398,9 +418,10 @@ def _save_segment(c: _Carry, ts, t1, chunk: int, first, t_start, t_e, y_e, at_se
 
 
 def _switching_elements(system, law, force, modes, t_e, y_e, event_hit, time_tol):
-    """``(net, friction, at_zero, breakaway)`` at a segment's end `t_e`: the
-    net force and the friction of the old `modes`, the elements whose mode
-    is to be decided and those breaking away (see `_switch`).
+    """``(net, friction, at_zero, breakaway, dynamics)`` at a segment's end
+    `t_e`: the net force and the friction of the old `modes`, the elements
+    whose mode is to be decided, those breaking away, and the system's terms
+    (see `_switch`).
 
     The elements that switch: the one that triggered, and any slipping one
     whose velocity reaches zero within a few event-time tolerances of it
@@ -422,7 +443,7 @@ def _switching_elements(system, law, force, modes, t_e, y_e, event_hit, time_tol
     hit = event_hit & near
     breakaway = hit & stuck
     at_zero = (stuck & ~breakaway) | (hit & ~stuck)
-    return net, friction, at_zero, breakaway
+    return net, friction, at_zero, breakaway, dynamics
 
 
 def _segment_result(solve_result, switched, num_events, max_events) -> RESULTS:
@@ -677,11 +698,20 @@ class SwitchPath(AbstractPath):
             saved = _save_segment(
                 c, ts, t1, chunk, first, t_start, t_e, (q_e, qd_e, x_e), at_seg_ts
             )
-            net, friction, at_zero, breakaway = _switching_elements(
+            net, friction, at_zero, breakaway, dynamics = _switching_elements(
                 system, law, force, c.modes, t_e, (q_e, qd_e, x_e), event_hit, time_tol
             )
             modes, qd_switched, hold, ok = _switch(
-                system, law, q_e, qd_e, net, friction, c.modes, at_zero, breakaway
+                system,
+                law,
+                q_e,
+                qd_e,
+                net,
+                friction,
+                c.modes,
+                at_zero,
+                breakaway,
+                dynamics,
             )
             qd_e = jnp.where(event_hit, qd_switched, qd_e)
             modes = jnp.where(event_hit, modes, c.modes)

@@ -587,7 +587,7 @@ class ClosedChain(AbstractSystem):
     def bias_force(self, q: Vector, qd: Vector) -> Vector:
         """``Rᵀ (M c + h(q, q̇))`` in the independent coordinates, N or N·m."""
         self.check_vectors(q=q, qd=qd)
-        return _velocity_terms(self, q, qd)[0]
+        return _all_terms(self, q, qd).bias
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
         """``E_f R``: the friction joints' rows of the velocity map."""
@@ -597,8 +597,7 @@ class ClosedChain(AbstractSystem):
     def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
         """``d(E_f R)/dt ż = E_f c``."""
         self.check_vectors(q=q, qd=qd)
-        c = _velocity_terms(self, q, qd)[1]
-        return c[jnp.asarray(self.tree.friction_joints, int)]
+        return _all_terms(self, q, qd).jdot_qd
 
     def dynamics(self, q: Vector, qd: Vector) -> Dynamics:
         """``M``, ``h``, ``J``, ``J̇q̇`` in the independent coordinates from one
@@ -730,16 +729,9 @@ def _position_terms(chain: ClosedChain, z):
 
 
 @jax.jit
-def _velocity_terms(chain: ClosedChain, z, zd):
-    """``(Rᵀ (M c + h), c)`` at ``(z, ż)``."""
-    q, qd, rows, c = chain.tree_state(z, zd)
-    tree = chain.tree
-    return rows.T @ (tree.mass_matrix(q) @ c + tree.bias_force(q, qd)), c
-
-
-@jax.jit
 def _all_terms(chain: ClosedChain, z, zd) -> Dynamics:
-    """`ClosedChain.dynamics`: one `tree_state` for every term."""
+    """`ClosedChain.dynamics`: one `tree_state` for every term (`bias_force` and
+    `friction_jacobian_dot_qd` read theirs from it too; XLA drops the rest)."""
     q, qd, rows, c = chain.tree_state(z, zd)
     tree = chain.tree
     mass = tree.mass_matrix(q)
