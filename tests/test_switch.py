@@ -39,17 +39,17 @@ MAX_EVENTS = 12
 
 
 # --- shared jitted functions (compiled once per session) -----------------------
-# Parameters p = (fc, A, omega, x0, ratio, k): ẍ + k x = A sin(omega t) − f,
-# x(0) = x0, ẋ(0) = 0, Coulomb with kinetic level fc and static limit
-# fs = ratio·fc. Friction, force, system and initial-state parameters.
+# Parameters p = (fc, A, omega, x0, ratio, k, fv): ẍ + k x = A sin(omega t) − f,
+# x(0) = x0, ẋ(0) = 0, Coulomb with kinetic level fc, static limit fs = ratio·fc
+# and viscous term fv·ẋ. Friction, force, system and initial-state parameters.
 SENSITIVITIES = [0, 1, 2, 3, 5]  # fc, A, omega, x0, k
 
 
 def _simulate(p, max_events=MAX_EVENTS, **options):
-    fc, amplitude, omega, x0, ratio, stiffness = p
+    fc, amplitude, omega, x0, ratio, stiffness, fv = p
     return jf.simulate(
         jf.systems.Oscillator(mass=1.0, stiffness=stiffness),
-        jf.Coulomb(fc, ratio * fc),
+        jf.Coulomb(fc, ratio * fc, fv=fv),
         q0=x0,
         qd0=0.0,
         t1=T1,
@@ -83,8 +83,10 @@ _final_state_forward_mode = functools.partial(
 _batched = jax.jit(jax.vmap(jax.jacfwd(_final_state_forward_mode, has_aux=True)))
 
 
-def _params(fc=1.0, amplitude=0.0, omega=1.0, x0=2.75, ratio=1.0, stiffness=1.0):
-    return jnp.array([fc, amplitude, omega, x0, ratio, stiffness])
+def _params(
+    fc=1.0, amplitude=0.0, omega=1.0, x0=2.75, ratio=1.0, stiffness=1.0, fv=0.0
+):
+    return jnp.array([fc, amplitude, omega, x0, ratio, stiffness, fv])
 
 
 FORCED_CASES = [
@@ -248,7 +250,8 @@ def _oscillator_reference(fc, amplitude, omega, x0, ratio=1.0, stiffness=1.0):
 
 
 def _reference_final(p):
-    fc, amplitude, omega, x0, ratio, stiffness = (float(v) for v in p)
+    fc, amplitude, omega, x0, ratio, stiffness, fv = (float(v) for v in p)
+    assert fv == 0.0  # the reference has no viscous term
     ref = _oscillator_reference(fc, amplitude, omega, x0, ratio, stiffness)
     out, _, _ = ref.simulate([x0], [0.0], T1, np.array([T1]))
     return out[-1]
@@ -337,19 +340,15 @@ def test_damped_coulomb_oscillator_sticks_analytically():
     x1 = fc - (x0 - fc) * decay
     dx1_dfv = (x0 - fc) * decay * (np.pi / 2) / (1 - zeta**2) ** 1.5
 
-    def final(fv):
-        law = jf.Coulomb(fc, fv=fv)
-        return jf.simulate(jf.systems.Oscillator(1.0, 1.0), law, x0, 0.0, 6.0)
-
-    sol = final(fv)
+    # The shared compiled Jacobian: its last parameter is fv.
+    jac, sol = _jac_rev(_params(fc=fc, x0=x0, fv=fv))
     assert int(sol.stats["num_events"]) == 1
     assert abs(float(sol.event_times[0]) - np.pi / wd) < STICK_TOL
     assert abs(float(sol.q[-1, 0]) - x1) < STICK_TOL
     stuck = np.asarray(sol.ts) > np.pi / wd
     assert np.all(np.asarray(sol.qd[stuck, 0]) == 0.0)
     assert np.all(np.asarray(sol.q[stuck, 0]) == float(sol.q[-1, 0]))
-    grad = jax.grad(lambda fv: final(fv).q[-1, 0])(fv)
-    assert abs(float(grad) - dx1_dfv) < JAC_TOL
+    assert abs(float(jac[0, 6]) - dx1_dfv) < JAC_TOL
 
 
 def test_gradient_through_tabulated_breakaway_stick_and_release():
@@ -377,15 +376,19 @@ def test_gradient_through_tabulated_breakaway_stick_and_release():
         )
         return sol.q[-1, 0], sol
 
-    _, sol = final(1.3)
+    # One compilation gives the solution, the gradient and the differences.
+    value_and_grad = jax.jit(jax.value_and_grad(final, has_aux=True))
+    (_, sol), grad = value_and_grad(1.3)
     assert int(sol.stats["num_events"]) == 3
     np.testing.assert_allclose(
         np.asarray(sol.event_times[:3]), [9 / 7, 3.98311, 4.56259], atol=1e-5
     )
-    x = jax.jit(lambda v1: final(v1)[0])
+
+    def x(v1):
+        return value_and_grad(v1)[0][0]
+
     h = 1e-3
     fd = (-x(1.3 + 2 * h) + 8 * x(1.3 + h) - 8 * x(1.3 - h) + x(1.3 - 2 * h)) / (12 * h)
-    grad = jax.grad(lambda v1: final(v1)[0])(1.3)
     assert abs(float(grad) - float(fd)) < 1e-8 * max(1.0, abs(float(fd)))
 
 
