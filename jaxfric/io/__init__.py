@@ -1,4 +1,5 @@
-"""File input and output: TOML configurations, measured records and result files.
+"""File input and output: TOML configurations, robot models (URDF, MJCF through
+MuJoCo's compiler), measured records and result files.
 
 The library core does no file I/O; this package and `jaxfric.cli` do.
 """
@@ -12,6 +13,11 @@ from .config import (
     parse_config as parse_config,
     parse_simulate as parse_simulate,
     read_toml as read_toml,
+)
+from .mjcf import (
+    build_mjcf as build_mjcf,
+    load_mjcf as load_mjcf,
+    load_mjcf_string as load_mjcf_string,
 )
 from .records import load_record as load_record, save_record as save_record
 from .results import (
