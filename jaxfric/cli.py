@@ -283,18 +283,33 @@ def optimize(
     _finish(paths, f"the best solve failed: {message}" if failed else None)
 
 
+ExportOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Write the fitted joint friction into a copy of the [system] robot "
+        "file at this path (URDF <dynamics>, MJCF frictionloss/damping/armature).",
+        dir_okay=False,
+    ),
+]
+
+
 @app.command()
 def identify(
     config: ConfigArg,
     out: OutOption = None,
     progress: ProgressOption = True,
     overwrite: OverwriteOption = False,
+    export_urdf: ExportOption = None,
+    export_mjcf: ExportOption = None,
 ) -> None:
     """Fit the free numbers of CONFIG (sections [identify], [[experiments]],
     optional [synthetic], [true]; see jaxfric/io/identify_config.py) to its
     records; write identify.json (fitted vs true values, standard errors, loss
-    history) and identify.png (measured vs fitted, convergence)."""
+    history) and identify.png (measured vs fitted, convergence); with
+    --export-urdf/--export-mjcf, also the fitted friction into a copy of the
+    robot file the [system] section loads."""
     import jaxfric.identify as ji
+    from jaxfric.io.config import read_toml, robot_file
     from jaxfric.io.identify_config import (
         parse_identify_config,
         plot,
@@ -305,6 +320,20 @@ def identify(
 
     # Checked first: a [synthetic] configuration simulates while it is parsed.
     folder = output_dir(config, out, overwrite)
+    exports = {".urdf": export_urdf, ".xml": export_mjcf}
+    exports = {kind: path for kind, path in exports.items() if path is not None}
+    try:
+        raw_system = read_toml(config).get("system") if exports else None
+        file = robot_file(raw_system, config.parent)
+    except ValueError as e:
+        _config_failure(config, e)
+    for kind in exports:
+        if file is None or file.suffix.lower() != kind:
+            _fail(
+                f"{config}: --export-{'urdf' if kind == '.urdf' else 'mjcf'} needs "
+                f"[system] file = a {kind} robot file; the [system] section "
+                f"{'has no file' if file is None else f'loads {file}'}."
+            )
     try:
         cfg = parse_identify_config(config)
     except ValueError as e:  # ConfigError, RecordError, a rejected experiment
@@ -333,6 +362,19 @@ def identify(
         paths["figure"] = plot(cfg, result, q_fit, folder / "identify.png")
     except OSError as e:
         _fail(f"cannot write the results to {folder}: {e}")
+    from jaxfric.io import export
+
+    writers = {".urdf": export.export_urdf, ".xml": export.export_mjcf}
+    for kind, path in exports.items():
+        try:
+            notes = writers[kind](
+                cfg.system_file, path, result.model.system, result.model.friction
+            )
+        except (OSError, ValueError) as e:
+            _fail(f"cannot export the fitted friction to {path}: {e}")
+        paths[f"export {kind[1:]}"] = path
+        for note in notes:
+            typer.echo(f"note ({path.name}): {note}")
     for p, entry in summary["parameters"].items():
         value = [round(float(v), 8) for v in entry["value"].ravel()]
         se = [float(f"{s:.3g}") for s in entry["stderr"].ravel()]

@@ -107,3 +107,64 @@ def test_approximations_are_named_and_bad_input_refused(tmp_path):
     other.write_text(_MJCF)
     with pytest.raises(ValueError, match="no joint element named"):
         export_mjcf(other, tmp_path / "out.xml", system, jf.Coulomb(1.0))
+
+
+# --- [system] file = "..." in the TOML configurations, and the CLI's export ----
+
+_CONFIGS = pathlib.Path(__file__).resolve().parents[1] / "configs"
+
+
+def _system_table(text, tmp_path):
+    from jaxfric.io.config import build_system, read_toml
+
+    config = tmp_path / "c.toml"
+    config.write_text(text)
+    return build_system(read_toml(config)["system"], tmp_path)
+
+
+def test_config_loads_robot_files(tmp_path):
+    (tmp_path / "arm.xml").write_text(_MJCF)
+    mjcf = _system_table('[system]\nfile = "arm.xml"\ndamping = 0.7\n', tmp_path)
+    np.testing.assert_array_equal(np.asarray(mjcf.damping), [0.7, 0.7])
+    urdf = _system_table(
+        f'[system]\ntype = "RigidBodyTree"\nfile = "{_DATA / "branched.urdf"}"\n',
+        tmp_path,
+    )
+    reference, _ = load_urdf(_DATA / "branched.urdf")
+    assert urdf.model.joint_names == reference.model.joint_names
+    np.testing.assert_array_equal(np.asarray(urdf.damping), reference.damping)
+
+
+@pytest.mark.parametrize(
+    "table, match",
+    [
+        ('file = "arm.stl"', r"neither \.urdf nor \.xml"),
+        ('file = "nope.urdf"', "no such file"),
+        ('file = "arm.xml"\ngravity = [0, 0, 0]', r"unknown key\(s\) \['gravity'\]"),
+        ('type = "Oscillator"\nfile = "arm.xml"', "a robot file gives a RigidBodyTree"),
+        ("file = 3", "expected a path string"),
+    ],
+)
+def test_config_robot_file_errors_are_named(table, match, tmp_path):
+    from jaxfric.io import ConfigError
+
+    (tmp_path / "arm.xml").write_text(_MJCF)
+    with pytest.raises(ConfigError, match=match):
+        _system_table(f"[system]\n{table}\n", tmp_path)
+
+
+def test_cli_export_needs_a_matching_robot_file(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import jaxfric.identify
+    from jaxfric.cli import app
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("fitted before the export target was checked")
+
+    monkeypatch.setattr(jaxfric.identify, "fit", must_not_run)
+    config = _CONFIGS / "identify_two_link_urdf.toml"
+    args = ["identify", str(config), "--out", str(tmp_path / "out"), "--no-progress"]
+    result = CliRunner().invoke(app, [*args, "--export-mjcf", str(tmp_path / "a.xml")])
+    assert result.exit_code == 2
+    assert "--export-mjcf needs [system] file = a .xml robot file" in result.output

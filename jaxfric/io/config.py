@@ -33,6 +33,17 @@ array of tables: a closed chain's loop joints are ``[[system.loops]]`` tables
 (``kind``, ``link_a``, ``link_b``, ...), its tree the ``[system.tree]`` table
 (see ``configs/four_bar_crank_friction.toml``).
 
+A robot comes from its URDF or MJCF file instead (`build_system`)::
+
+    [system]
+    type = "RigidBodyTree"
+    file = "arm.urdf"   # .urdf: load_urdf; .xml: load_mjcf; relative to the TOML
+    damping = 0.1       # optional overrides: damping, armature, friction_joints
+                        # (and gravity for a URDF)
+
+The ``[friction]`` section still gives the law (and, for identification, the
+starting values); the file's friction levels are not read.
+
 Unknown sections, unknown keys, missing required keys, wrong value types and
 unknown ``type`` names raise `ConfigError` naming the section and key (and
 listing what is allowed). Errors the constructors raise (parameter ranges) are
@@ -505,9 +516,70 @@ def check_simulate_ranges(options: Mapping[str, Any], section: str) -> None:
         raise ConfigError(f"{section}: {e}") from e
 
 
-def parse_config(data: Mapping[str, Any]) -> SimulationConfig:
+# Loader keywords a robot file's [system] table may set, per file suffix.
+_ROBOT_FILE_KEYS = {
+    ".urdf": ("gravity", "damping", "armature", "friction_joints"),
+    ".xml": ("damping", "armature", "friction_joints"),
+}
+
+
+def robot_file(table: Any, base: Path | None = None) -> Path | None:
+    """The URDF/MJCF file a ``[system]`` table names (relative paths against
+    `base`, the configuration's folder), or `None`."""
+    if not isinstance(table, Mapping) or "file" not in table:
+        return None
+    file = table["file"]
+    if not isinstance(file, str):
+        raise ConfigError(f"[system] key 'file': expected a path string, got {file!r}.")
+    path = Path(file)
+    return path if path.is_absolute() or base is None else base / path
+
+
+def build_system(table: Any, base: Path | None = None):
+    """Build the ``[system]`` table: `build` for a class and its arguments, or,
+    with a ``file`` key, the `RigidBodyTree` of a URDF (``.urdf``,
+    `jaxfric.io.load_urdf`) or MJCF (``.xml``, `jaxfric.io.load_mjcf`) file with
+    the loader's optional keywords (module docstring).
+
+    Raises:
+        ConfigError: naming the key, the file or the loader's complaint.
+    """
+    file = robot_file(table, base)
+    if file is None:
+        return build("system", table)
+    if table.get("type", "RigidBodyTree") != "RigidBodyTree":
+        raise ConfigError(
+            f"[system]: a robot file gives a RigidBodyTree; got type {table['type']!r}."
+        )
+    allowed = _ROBOT_FILE_KEYS.get(file.suffix.lower())
+    if allowed is None:
+        raise ConfigError(
+            f"[system] key 'file': {file} is neither .urdf nor .xml (MJCF)."
+        )
+    options = {k: v for k, v in table.items() if k not in ("type", "file")}
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"[system] unknown key(s) {unknown} for a {file.suffix} file; allowed "
+            f"keys: type, file, {', '.join(allowed)}."
+        )
+    from .mjcf import load_mjcf
+    from .urdf import load_urdf
+
+    load = load_urdf if file.suffix.lower() == ".urdf" else load_mjcf
+    if not file.is_file():
+        raise ConfigError(f"[system] key 'file': no such file {file}.")
+    try:
+        system, _ = load(file, **options)
+    except (ValueError, TypeError, ImportError) as e:
+        raise ConfigError(f"[system] {file}: {e}") from e
+    return system
+
+
+def parse_config(data: Mapping[str, Any], base: Path | None = None) -> SimulationConfig:
     """Build a `SimulationConfig` from a configuration already read into a dict
-    (the result of `tomllib.load`)."""
+    (the result of `tomllib.load`); `base` is the folder relative robot files
+    are found in (`load_config` passes the file's)."""
     for key in data:
         if key not in SECTIONS:
             raise ConfigError(
@@ -517,7 +589,7 @@ def parse_config(data: Mapping[str, Any]) -> SimulationConfig:
     for key in ("system", "friction", "simulate"):
         if key not in data:
             raise ConfigError(f"missing section [{key}].")
-    system = build("system", data["system"])
+    system = build_system(data["system"], base)
     friction = build("friction", data["friction"])
     force = build("force", data["force"]) if "force" in data else None
     options = parse_simulate(data["simulate"])
@@ -551,11 +623,13 @@ def load_config(path: str | Path) -> SimulationConfig:
         ConfigError: the file cannot be read or is invalid; the message names the
             section and key.
     """
-    return parse_config(read_toml(path))
+    return parse_config(read_toml(path), Path(path).parent)
 
 
 __all__ = [
     "SECTIONS",
+    "build_system",
+    "robot_file",
     "ConfigError",
     "SimulationConfig",
     "available_types",

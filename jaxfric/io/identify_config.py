@@ -79,11 +79,13 @@ from .config import (
     OPTION_KINDS,
     ConfigError,
     build,
+    build_system,
     check_finite_keys,
     check_ranges,
     parse_simulate,
     parse_table,
     read_toml,
+    robot_file,
     simulate_options,
 )
 from .records import load_record
@@ -152,9 +154,11 @@ class IdentifyConfig:
     free: tuple[str, ...]
     fit_kwargs: dict[str, Any]
     simulate_options: SimulateOptions
-    true: dict[str, float]
+    true: dict[str, Any]  # free path -> true value (a float or an array)
     records: list[Record]
     raw: dict[str, Any]
+    # The URDF/MJCF file [system] was loaded from (`--export-urdf/--export-mjcf`).
+    system_file: Path | None = None
 
 
 def _check_path(model: Model, path: str, where: str) -> None:
@@ -178,7 +182,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     path = Path(path)
     data = read_toml(path)
     check_sections(data, SECTIONS, ("system", "friction", "identify", "experiments"))
-    system = build("system", data["system"])
+    system = build_system(data["system"], path.parent)
     friction = build("friction", data["friction"])
 
     ident = parse_table(data["identify"], IDENTIFY_KEYS, "[identify]")
@@ -300,6 +304,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
         true=true,
         records=records,
         raw=dict(data),
+        system_file=robot_file(data["system"], path.parent),
     )
 
 
