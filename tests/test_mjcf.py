@@ -126,6 +126,14 @@ def test_features_map_by_name(tmp_path):
     # Overrides replace the file's values.
     _, law = load_mjcf(path, friction=0.5)
     np.testing.assert_array_equal(np.asarray(law.fc), np.full(5, 0.5))
+    # What MuJoCo's <flag> switches off is off here too.
+    flags = '<option><flag gravity="disable" damper="disable" frictionloss="disable"/>'
+    off, law = load_mjcf_string(
+        _FEATURES.replace("<option", flags + "</option><option")
+    )
+    np.testing.assert_array_equal(np.asarray(off.model.gravity), 0.0)
+    np.testing.assert_array_equal(np.asarray(off.damping), 0.0)
+    np.testing.assert_array_equal(np.asarray(law.fc), 0.0)
 
 
 _BODY = (

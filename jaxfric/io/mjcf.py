@@ -7,7 +7,8 @@ to MuJoCo — arrives here resolved; this module reads the compiled `MjModel`:
 body frames (``body_pos``, ``body_quat``), inertials (``body_mass``,
 ``body_ipos``, ``body_iquat``, ``body_inertia``), hinge and slide joints
 (``jnt_pos`` anchor, ``jnt_axis``), per-dof ``damping``, ``armature`` and
-``frictionloss``, and ``opt.gravity``.
+``frictionloss``, and ``opt.gravity`` (each zero where the model's ``<flag>``
+disables gravity, the damper, friction loss or all constraints).
 
 Mapping. MuJoCo moves a body by its joints in order, each hinge rotating the
 body frame about its anchor ``p`` (MuJoCo's ``mj_kinematics``): body frame =
@@ -191,9 +192,19 @@ def build_mjcf(
     ]
     if names != order:  # pragma: no cover - MuJoCo numbers bodies depth first
         raise ValueError(f"joint order {names} differs from MuJoCo's qpos {order}.")
+    # What the model's <flag> disables is off here too.
+    flags = mujoco.mjtDisableBit
+    off = {
+        k: bool(model.opt.disableflags & int(getattr(flags, f"mjDSBL_{k.upper()}")))
+        for k in ("gravity", "damper", "frictionloss", "constraint")
+    }
     gravity = np.asarray(model.opt.gravity, dtype=float)
-    if model.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY):
-        gravity = np.zeros(3)
+    gravity = np.zeros(3) if off["gravity"] else gravity
+    model_damping = np.asarray(model.dof_damping, dtype=float)
+    model_damping = 0 * model_damping if off["damper"] else model_damping
+    model_friction = np.asarray(model.dof_frictionloss, dtype=float)
+    if off["frictionloss"] or off["constraint"]:
+        model_friction = 0 * model_friction
     n = model.nv
     system = RigidBodyTree(
         parents,
@@ -205,16 +216,14 @@ def build_mjcf(
         com=np.stack(com),
         inertia=np.stack(inertia),
         gravity=gravity,
-        damping=_override("damping", damping, np.asarray(model.dof_damping), n),
+        damping=_override("damping", damping, model_damping, n),
         armature=_override("armature", armature, np.asarray(model.dof_armature), n),
         friction_joints=friction_joints,
         joint_names=joint_names,
         link_names=link_names,
         base_name=_name(mujoco, model, body, 0, "world"),
     )
-    levels = np.asarray(model.dof_frictionloss, dtype=float)[
-        list(system.friction_joints)
-    ]
+    levels = model_friction[list(system.friction_joints)]
     fc = _override("friction", friction, levels, system.n_friction)
     if np.any(fc < 0):
         raise ValueError(f"`friction` levels must be >= 0; got {fc!r}.")
