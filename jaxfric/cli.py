@@ -362,9 +362,9 @@ def identify(
         paths["figure"] = plot(cfg, result, q_fit, folder / "identify.png")
     except OSError as e:
         _fail(f"cannot write the results to {folder}: {e}")
-    from jaxfric.io import export
+    import jaxfric.io as jio
 
-    writers = {".urdf": export.export_urdf, ".xml": export.export_mjcf}
+    writers = {".urdf": jio.export_urdf, ".xml": jio.export_mjcf}
     for kind, path in exports.items():
         try:
             notes = writers[kind](

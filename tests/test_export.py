@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import jaxfric as jf
-from jaxfric.io import load_mjcf, load_urdf
-from jaxfric.io.export import export_mjcf, export_urdf, joint_friction
+from jaxfric.io import export_mjcf, export_urdf, joint_friction, load_mjcf, load_urdf
 
 _DATA = pathlib.Path(__file__).parent / "data"
 

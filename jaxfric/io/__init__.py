@@ -1,5 +1,6 @@
 """File input and output: TOML configurations, robot models (URDF, MJCF through
-MuJoCo's compiler), measured records and result files.
+MuJoCo's compiler) and identified friction written back into them, measured
+records and robot logs (ROS bags), and result files.
 
 The library core does no file I/O; this package and `jaxfric.cli` do.
 """
@@ -13,6 +14,16 @@ from .config import (
     parse_config as parse_config,
     parse_simulate as parse_simulate,
     read_toml as read_toml,
+)
+from .export import (
+    JointFriction as JointFriction,
+    export_mjcf as export_mjcf,
+    export_urdf as export_urdf,
+    joint_friction as joint_friction,
+)
+from .logs import (
+    load_joint_states as load_joint_states,
+    write_joint_states as write_joint_states,
 )
 from .mjcf import (
     build_mjcf as build_mjcf,

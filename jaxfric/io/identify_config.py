@@ -40,6 +40,12 @@ A configuration::
     force = { type = "Sine", amplitude = 3.0, omega = 1.5 }  # optional: the
                              # input model; default: the record's `u` column
 
+    [[experiments]]          # a robot log (`jaxfric.io.logs.load_joint_states`)
+    file = "logs/run1"       # ROS 2 bag (sqlite3 or MCAP) or ROS 1 .bag
+    log = { joints = ["shoulder", "elbow"], dt = 0.01, t_start = 12.0, t_stop = 20.0 }
+                             # also: topic, stamp ("header"/"receive"), effort
+                             # (the measured efforts become the input `u`)
+
 Instead of files, ``[synthetic]`` makes the records by simulating a true model
 (the ``[friction]`` and ``[system]`` tables of ``[synthetic]`` override the
 model's; ``noise`` is relative to each record's RMS position) and every
@@ -88,6 +94,7 @@ from .config import (
     robot_file,
     simulate_options,
 )
+from .logs import load_joint_states
 from .records import load_record
 
 SECTIONS = (
@@ -130,11 +137,23 @@ EXPERIMENT_RANGES: dict[str, tuple[float, bool]] = {
 }
 EXPERIMENT_KEYS = {
     "file": "str",
+    "log": "table",
     "force": "table",
     "q0": "array",
     "qd0": "array",
     "t1": "number",
     "num_samples": "int",
+}
+# The `log` table of a robot-log experiment: keywords of
+# `jaxfric.io.logs.load_joint_states`.
+LOG_KEYS = {
+    "joints": ("tuple", str),
+    "dt": "number",
+    "topic": "str",
+    "t_start": "number",
+    "t_stop": "number",
+    "stamp": "str",
+    "effort": "bool",
 }
 SYNTHETIC_KEYS = {
     "noise": "number",
@@ -232,7 +251,13 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
             file = Path(entry["file"])
             file = file if file.is_absolute() else path.parent / file
             try:
-                record = load_record(file)
+                if "log" in entry:
+                    log = parse_table(
+                        entry["log"], LOG_KEYS, f"{where} log", ("joints", "dt")
+                    )
+                    record = load_joint_states(file, **log)
+                else:
+                    record = load_record(file)
             except (OSError, UnicodeDecodeError) as e:  # records are UTF-8 text
                 raise ConfigError(f"{where} key 'file': cannot read {file}: {e}") from e
         if force is None and record.u is None:
