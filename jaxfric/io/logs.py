@@ -134,7 +134,8 @@ def load_joint_states(
             t, v = t[order], v[order]
             if np.any(np.diff(t) <= 0):
                 raise RecordError(
-                    f"{where}: joint {j!r} has repeated or unordered {stamp} times."
+                    f"{where}: joint {j!r} has repeated {stamp} times (e.g. "
+                    "unset header stamps: stamp='receive' uses the recording's)."
                 )
             arrays[j, c] = (t, v)
     first = max(arrays[key][0][0] for key in arrays)
