@@ -190,3 +190,25 @@ def test_written_bag_reads_back(tmp_path):
         write_joint_states(tmp_path / "w", ts, ["x", "y"], q)
     with pytest.raises(RecordError, match=r"`q` must have shape \(11, 3\)"):
         write_joint_states(tmp_path / "v", ts, ["x", "y", "z"], q)
+
+
+def test_unset_header_stamps_are_named(tmp_path):
+    typestore = get_typestore(Stores.ROS2_HUMBLE)
+    JointState = typestore.types[_MSGTYPE]
+    Header = typestore.types["std_msgs/msg/Header"]
+    Time = typestore.types["builtin_interfaces/msg/Time"]
+    with Writer(tmp_path / "zero", version=9) as writer:
+        conn = writer.add_connection("/joint_states", _MSGTYPE, typestore=typestore)
+        for k in range(5):
+            msg = JointState(
+                header=Header(stamp=Time(sec=0, nanosec=0), frame_id=""),
+                name=["a"],
+                position=np.array([0.1 * k]),
+                velocity=np.zeros(0),
+                effort=np.zeros(0),
+            )
+            writer.write(conn, 10**9 * (k + 1), typestore.serialize_cdr(msg, _MSGTYPE))
+    with pytest.raises(RecordError, match="repeated header times.*stamp='receive'"):
+        load_joint_states(tmp_path / "zero", ["a"], 0.5)
+    record = load_joint_states(tmp_path / "zero", ["a"], 0.5, stamp="receive")
+    np.testing.assert_allclose(record.q[:, 0], 0.05 * np.arange(9), atol=1e-12)
