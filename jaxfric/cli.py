@@ -368,7 +368,7 @@ def identify(
     for kind, path in exports.items():
         try:
             notes = writers[kind](
-                cfg.system_file, path, result.model.system, result.model.friction
+                file, path, result.model.system, result.model.friction
             )
         except (OSError, ValueError) as e:
             _fail(f"cannot export the fitted friction to {path}: {e}")

@@ -523,16 +523,22 @@ _ROBOT_FILE_KEYS = {
 }
 
 
+def config_file(file: str | Path, base: Path | None) -> Path:
+    """A file a configuration names: as given if absolute (or without a `base`),
+    else relative to `base`, the configuration's folder."""
+    path = Path(file)
+    return path if path.is_absolute() or base is None else base / path
+
+
 def robot_file(table: Any, base: Path | None = None) -> Path | None:
-    """The URDF/MJCF file a ``[system]`` table names (relative paths against
-    `base`, the configuration's folder), or `None`."""
+    """The URDF/MJCF file a ``[system]`` table names (`config_file`), or
+    `None`."""
     if not isinstance(table, Mapping) or "file" not in table:
         return None
     file = table["file"]
     if not isinstance(file, str):
         raise ConfigError(f"[system] key 'file': expected a path string, got {file!r}.")
-    path = Path(file)
-    return path if path.is_absolute() or base is None else base / path
+    return config_file(file, base)
 
 
 def build_system(table: Any, base: Path | None = None):
@@ -629,6 +635,7 @@ def load_config(path: str | Path) -> SimulationConfig:
 __all__ = [
     "SECTIONS",
     "build_system",
+    "config_file",
     "robot_file",
     "ConfigError",
     "SimulationConfig",

@@ -88,10 +88,10 @@ from .config import (
     build_system,
     check_finite_keys,
     check_ranges,
+    config_file,
     parse_simulate,
     parse_table,
     read_toml,
-    robot_file,
     simulate_options,
 )
 from .logs import load_joint_states
@@ -176,8 +176,6 @@ class IdentifyConfig:
     true: dict[str, Any]  # free path -> true value (a float or an array)
     records: list[Record]
     raw: dict[str, Any]
-    # The URDF/MJCF file [system] was loaded from (`--export-urdf/--export-mjcf`).
-    system_file: Path | None = None
 
 
 def _check_path(model: Model, path: str, where: str) -> None:
@@ -248,8 +246,7 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
         else:
             if "file" not in entry:
                 raise ConfigError(f"{where}: missing key 'file'.")
-            file = Path(entry["file"])
-            file = file if file.is_absolute() else path.parent / file
+            file = config_file(entry["file"], path.parent)
             try:
                 if "log" in entry:
                     log = parse_table(
@@ -329,7 +326,6 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
         true=true,
         records=records,
         raw=dict(data),
-        system_file=robot_file(data["system"], path.parent),
     )
 
 
