@@ -12,11 +12,14 @@ from .friction import (
     Coulomb as Coulomb,
     CoulombViscous as CoulombViscous,
     Dahl as Dahl,
+    JointFriction as JointFriction,
     Karnopp as Karnopp,
     Kikuuwe as Kikuuwe,
     LuGre as LuGre,
     Regularized as Regularized,
+    RevoluteLoad as RevoluteLoad,
     Stribeck as Stribeck,
+    TranslationalLoad as TranslationalLoad,
 )
 from .simulate import (
     RESULTS as RESULTS,

@@ -11,6 +11,12 @@ from ._coulomb import (
     CoulombViscous as CoulombViscous,
     Stribeck as Stribeck,
 )
+from ._joint import (
+    AbstractJointLoad as AbstractJointLoad,
+    JointFriction as JointFriction,
+    RevoluteLoad as RevoluteLoad,
+    TranslationalLoad as TranslationalLoad,
+)
 from ._karnopp import Karnopp as Karnopp
 from ._kikuuwe import Kikuuwe as Kikuuwe
 from ._lugre import Dahl as Dahl, LuGre as LuGre

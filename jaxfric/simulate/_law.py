@@ -1,7 +1,7 @@
 """The root of the friction laws, the protocol `simulate` consumes (here, so
 that simulate imports nothing from `jaxfric.friction`, which imports its paths)."""
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import equinox as eqx
 
@@ -19,6 +19,11 @@ class AbstractFrictionLaw(eqx.Module):
     """
 
     simulation_path: eqx.AbstractClassVar["AbstractPath"]
+    #: Whether the law's levels depend on the state through the joints'
+    #: reaction loads (`at_state`), which depend on the accelerations and so on
+    #: the friction itself: the switch path then solves that coupling at every
+    #: evaluation (`jaxfric.friction.JointFriction`).
+    load_dependent: ClassVar[bool] = False
 
     def parameter_checks(self) -> tuple[AbstractCheck, ...]:
         """The ranges of this law's own parameters (a law inside it declares
@@ -35,6 +40,16 @@ class AbstractFrictionLaw(eqx.Module):
         a field declares its own. Default: none.
         """
         return ()
+
+    def at_state(self, system, q, qd, qdd, applied, friction) -> "AbstractFrictionLaw":
+        """This law with its levels at the state ``(q, q̇, q̈)`` under the
+        generalised forces `applied` (N or N·m) and the friction forces
+        `friction` (N or N·m, one per element). Default: the law itself (its
+        levels do not depend on the state); a `load_dependent` law returns a
+        load-independent law at the joints' reaction loads there.
+        """
+        del system, q, qd, qdd, applied, friction
+        return self
 
     def __check_init__(self):
         # Runs after the subclass's own (shape) checks: equinox calls every

@@ -317,25 +317,88 @@ def friction_and_acceleration(
     split: bool = True,
     dynamics: Dynamics | None = None,
 ) -> tuple[SlipVector, Vector]:
-    """Friction and accelerations for fixed modes (the vector field of a segment).
+    """Friction and accelerations for fixed modes (the vector field of a
+    segment): `friction_at_modes` without the law at the state."""
+    friction, acc, _ = friction_at_modes(
+        system, law, q, qd, net, modes, split=split, dynamics=dynamics
+    )
+    return friction, acc
+
+
+def friction_at_modes(
+    system: AbstractSystem,
+    law: AbstractFrictionLaw,
+    q: Vector,
+    qd: Vector,
+    net: Vector,
+    modes: Int[jax.Array, " m"],
+    split: bool = True,
+    dynamics: Dynamics | None = None,
+    parts: StickParts | None = None,
+) -> tuple[SlipVector, Vector, AbstractFrictionLaw]:
+    """Friction, accelerations and the law's levels for fixed modes.
 
     Slipping elements take ``law.slip_force(s, mode)`` with the direction held
     by the mode (Farhat et al. 2010, Eq. 8); stuck ones the Delassus solve,
     redundant ones sharing their load in proportion to their static limits
     (`split`; without it the stick forces of redundant elements are any that
     hold them, and the accelerations the same). `dynamics`:
-    `AbstractSystem.dynamics` at ``(q, q̇)`` when the caller has it.
+    `AbstractSystem.dynamics` at ``(q, q̇)`` when the caller has it; `parts`:
+    its `stick_parts`, when several mode sets are tried at one state.
+
+    A `load_dependent` law (reaction-load joint friction) has levels that
+    depend on the accelerations, which depend on the friction: the pair is
+    iterated to a fixed point from the accelerations without friction
+    (``law.iterations`` times, then checked: a change above
+    ``max(1e-12, 1000·eps)`` of the force scale makes the result non-finite,
+    which the paths report). Derivatives go through the iterations, which
+    converge to the implicit-function derivative with the fixed point.
+
+    Returns:
+        ``(f, q̈, law_at)``: the friction of every element, the accelerations
+        and the law at this state (`AbstractFrictionLaw.at_state`: its static
+        limits give the stick margins).
     """
     if dynamics is None:
         dynamics = system.dynamics(q, qd)
+    if parts is None:
+        parts = stick_parts(system, q, qd, net, dynamics)
     slip = dynamics.jac @ qd
     direction = jnp.where(modes >= 0, 1.0, -1.0)
-    f_slip = law.slip_force(slip, direction)
-    weights = limit_scale(law, slip)[2]
     stuck = modes == STICK
-    parts = stick_parts(system, q, qd, net, dynamics)
-    return solve_stick(
-        system, q, qd, net, f_slip, stuck, parts=parts, weights=weights, split=split
+
+    def solve(law_at):
+        f_slip = law_at.slip_force(slip, direction)
+        weights = limit_scale(law_at, slip)[2]
+        return solve_stick(
+            system, q, qd, net, f_slip, stuck, parts=parts, weights=weights, split=split
+        )
+
+    if not law.load_dependent:
+        friction, acc = solve(law)
+        return friction, acc, law
+    applied = net + dynamics.bias
+
+    def at(carry):
+        friction, acc = carry
+        return law.at_state(system, q, qd, acc, applied, friction)
+
+    start = (jnp.zeros_like(slip), parts.acc_net)
+    carry = jax.lax.fori_loop(
+        0,
+        law.iterations,
+        lambda _, c: solve(at(c)),
+        start,  # pyright: ignore
+    )
+    law_at = at(carry)
+    friction, acc = solve(law_at)
+    tol = max(1e-12, 1e3 * float(jnp.finfo(friction.dtype).eps))
+    scale = limit_scale(law_at, slip)[2] + jnp.abs(friction)
+    converged = jnp.all(jnp.abs(friction - carry[0]) <= tol * scale)
+    return (
+        jnp.where(converged, friction, jnp.nan),
+        jnp.where(converged, acc, jnp.nan),
+        law_at,
     )
 
 
@@ -449,8 +512,16 @@ def consistent_modes(
     # One factorisation of M for every mode set tried below.
     parts = stick_parts(system, q, qd, net, dynamics)
     slip = parts.jac @ qd
+    # A load-dependent law's levels change with the modes (through the
+    # accelerations): the LCP below takes them at the modes given, and every
+    # candidate is checked at its own (`violations`).
+    law0 = law
+    if law.load_dependent:
+        law0 = friction_at_modes(
+            system, law, q, qd, net, modes, dynamics=dynamics, parts=parts
+        )[2]
     # Relative violation, so elements with different force scales compare.
-    limit_pos, limit_neg, scale = limit_scale(law, slip)
+    limit_pos, limit_neg, scale = limit_scale(law0, slip)
     index = jnp.arange(modes.shape[0])
     # Slip accelerations against the slip direction smaller than this are
     # rounding (e.g. a breakaway with static = kinetic level releases at zero
@@ -460,11 +531,18 @@ def consistent_modes(
 
     def violations(modes):
         direction = jnp.where(modes >= 0, 1.0, -1.0)
-        f_slip = law.slip_force(slip, direction)
         stuck = modes == STICK
-        friction, acc = solve_stick(system, q, qd, net, f_slip, stuck, parts, scale)
+        if law.load_dependent:
+            friction, acc, law_at = friction_at_modes(
+                system, law, q, qd, net, modes, dynamics=dynamics, parts=parts
+            )
+            upper, lower, size = limit_scale(law_at, slip)
+        else:
+            f_slip = law.slip_force(slip, direction)
+            friction, acc = solve_stick(system, q, qd, net, f_slip, stuck, parts, scale)
+            upper, lower, size = limit_pos, limit_neg, scale
         rate = parts.jac @ acc + parts.jdot_qd
-        excess = jnp.maximum(friction - limit_pos, -limit_neg - friction) / scale
+        excess = jnp.maximum(friction - upper, -lower - friction) / size
         excess = jnp.where(stuck, excess, -jnp.inf)
         # Slip acceleration against the slip direction, beyond rounding.
         tol = rate_tol + 1e3 * jnp.finfo(rate.dtype).eps * jnp.max(jnp.abs(rate))
@@ -522,7 +600,7 @@ def consistent_modes(
             modes, fixed, f, _, rounds = carry
             direction = jnp.where(modes >= 0, 1.0, -1.0)
             given = jnp.where(
-                fixed, jax.lax.stop_gradient(law.slip_force(slip, direction)), 0.0
+                fixed, jax.lax.stop_gradient(law0.slip_force(slip, direction)), 0.0
             )
             rhs = rate_free - delassus @ given
             start = jnp.where(fixed, 0.0, f)

@@ -59,6 +59,7 @@ from ._stick import (
     consistent_modes,
     free_acceleration,
     friction_and_acceleration,
+    friction_at_modes,
     masked_solve,
     stick_margin,
 )
@@ -206,12 +207,12 @@ def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
     the element's event: ``mode·s`` when slipping, the stick margin when stuck."""
     q, qd, x = y
     net, _, dynamics = _net_force(seg.system, seg.force, t, q, qd, x)
-    friction, _ = friction_and_acceleration(
+    friction, _, law_at = friction_at_modes(
         seg.system, seg.law, q, qd, net, seg.modes, dynamics=dynamics
     )
     slip = dynamics.jac @ qd
     return jnp.where(
-        seg.modes == STICK, stick_margin(seg.law, friction), seg.modes * slip
+        seg.modes == STICK, stick_margin(law_at, friction), seg.modes * slip
     )
 
 
@@ -431,12 +432,12 @@ def _switching_elements(system, law, force, modes, t_e, y_e, event_hit, time_tol
     q_e, qd_e, x_e = y_e
     stuck = modes == STICK
     net, _, dynamics = _net_force(system, force, t_e, q_e, qd_e, x_e)
-    friction, acc = friction_and_acceleration(
+    friction, acc, law_at = friction_at_modes(
         system, law, q_e, qd_e, net, modes, dynamics=dynamics
     )
     slip = dynamics.jac @ qd_e
     slip_rate = dynamics.jac @ acc + dynamics.jdot_qd
-    g = jnp.where(stuck, stick_margin(law, friction), modes * slip)
+    g = jnp.where(stuck, stick_margin(law_at, friction), modes * slip)
     window = 100 * time_tol * (1 + jnp.abs(t_e))
     soon = ~stuck & (g <= jnp.abs(slip_rate) * window)
     near = soon | (jnp.arange(modes.shape[0]) == jnp.argmin(g))

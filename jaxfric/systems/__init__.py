@@ -5,6 +5,7 @@ from ._base import (
     AbstractSystem as AbstractSystem,
     ConfigurationStatus as ConfigurationStatus,
     Dynamics as Dynamics,
+    JointReactions as JointReactions,
 )
 from ._closed import ClosedChain as ClosedChain, LoopJoint as LoopJoint
 from ._lumped import (

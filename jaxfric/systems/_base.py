@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
 from .._check import AbstractCheck, check_shape, raise_if_invalid
-from .._types import Jacobian, Matrix, SlipVector, Vector
+from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
 
 
 class ConfigurationStatus(eqxi.Enumeration):  # pyright: ignore[reportGeneralTypeIssues]
@@ -39,6 +39,24 @@ class Dynamics(NamedTuple):
     bias: Vector  # h(q, q̇), N or N·m
     jac: Jacobian  # J(q)
     jdot_qd: SlipVector  # J̇(q, q̇) q̇
+
+
+class JointReactions(NamedTuple):
+    """The reaction loads of the joints that carry friction elements, one row
+    per element (`AbstractSystem.joint_reactions`), in the frame MotionSolve
+    uses for joint friction (Altair MotionSolve Reference, Force_JointFriction):
+    ``z`` along the joint axis, ``x``/``y`` across it, origin at the joint.
+    """
+
+    # What the parent side exerts on the child side through the joint: moment
+    # about the joint origin (N·m), then force (N); components along the axis
+    # that the joint moves along (the drive and friction) included.
+    wrench: Float[Array, "m 6"]
+    # The joint coordinate of each element, rad or m (a sliding joint's overlap
+    # changes with it).
+    position: SlipVector
+    # ``"revolute"`` or ``"prismatic"`` per element (static).
+    kinds: tuple[str, ...]
 
 
 class AbstractSystem(eqx.Module):
@@ -119,6 +137,22 @@ class AbstractSystem(eqx.Module):
             self.bias_force(q, qd),
             self.friction_jacobian(q),
             self.friction_jacobian_dot_qd(q, qd),
+        )
+
+    def joint_reactions(
+        self, q: Vector, qd: Vector, qdd: Vector, applied: Vector, friction: SlipVector
+    ) -> JointReactions:
+        """The reaction wrenches of the joints that carry the friction elements
+        at the state ``(q, q̇, q̈)`` under the generalised forces `applied` and
+        the friction `friction` (N or N·m): the loads of reaction-load friction
+        (`jaxfric.friction.JointFriction`). Only systems made of joints have
+        them (`RigidBodyTree`); the default raises `NotImplementedError`.
+        """
+        del q, qd, qdd, applied, friction
+        raise NotImplementedError(
+            f"{type(self).__name__} has no joint reactions: reaction-load joint "
+            "friction (JointFriction) needs a system made of joints, e.g. "
+            "jaxfric.systems.RigidBodyTree."
         )
 
     def slip_velocity(self, q: Vector, qd: Vector) -> SlipVector:

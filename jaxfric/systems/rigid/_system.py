@@ -9,7 +9,7 @@ import numpy as np
 
 from ..._check import InRange, check_range, is_concrete
 from ..._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
-from .._base import AbstractSystem
+from .._base import AbstractSystem, JointReactions
 from . import _dynamics, _kinematics
 from ._model import TreeModel, build_model, diagonal_at_zero
 
@@ -65,6 +65,17 @@ def _check_positive_definite(model: TreeModel, armature) -> None:
                 "its axis, so the mass matrix is singular; give the links inertia "
                 "or the joint an `armature`."
             )
+
+
+def axis_frame(axis) -> np.ndarray:
+    """A rotation whose rows are unit ``x``, ``y``, ``z`` axes with ``z`` along
+    `axis` (static; identity for ``(0, 0, 1)``): the joint-friction frame of
+    `JointReactions`."""
+    z = np.asarray(axis, float) / np.linalg.norm(axis)
+    helper = np.eye(3)[0] if abs(z[0]) < 0.9 else np.eye(3)[1]
+    x = helper - (helper @ z) * z
+    x = x / np.linalg.norm(x)
+    return np.stack([x, np.cross(z, x), z])
 
 
 # Jitted (see `_dynamics`): outside `jit` a call compiles once per tree.
@@ -231,6 +242,30 @@ class RigidBodyTree(AbstractSystem):
         `jaxfric.systems.rigid.joint_wrenches` (moment first, body frame)."""
         self.check_vectors(q=q, qd=qd, qdd=qdd)
         return _dynamics.joint_wrenches(self.model, q, qd, qdd)
+
+    def joint_reactions(
+        self, q: Vector, qd: Vector, qdd: Vector, applied: Vector, friction: SlipVector
+    ) -> JointReactions:
+        """The reaction wrench of every joint with a friction element (rows of
+        `joint_wrenches`: Newton–Euler, Featherstone 2008, Table 5.1) in the
+        joint's friction frame, ``z`` along its axis. In a tree the reactions
+        follow from the motion alone: `applied` and `friction` change them only
+        through ``q̈``."""
+        self.check_vectors(q=q, qd=qd, qdd=qdd, applied=applied, friction=friction)
+        rows = jnp.asarray(self.friction_joints, int)
+        wrench = _dynamics.joint_wrenches(self.model, q, qd, qdd)[rows]
+        frames = np.stack(
+            [axis_frame(self.model.axes[j]) for j in self.friction_joints]
+        )
+        frames = jnp.asarray(frames, dtype=q.dtype)
+        moment = jnp.einsum("kij,kj->ki", frames, wrench[:, :3])
+        force = jnp.einsum("kij,kj->ki", frames, wrench[:, 3:])
+        types = self.model.joint_types
+        kinds = tuple(
+            "prismatic" if types[j] == "prismatic" else "revolute"
+            for j in self.friction_joints
+        )
+        return JointReactions(jnp.concatenate([moment, force], 1), q[rows], kinds)
 
     def forward_kinematics(
         self, q: Vector

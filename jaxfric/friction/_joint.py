@@ -1,0 +1,359 @@
+"""Joint friction that grows with the joint's reaction loads: the load models
+of MotionSolve's ``Force_JointFriction`` per joint type (Altair MotionSolve
+Reference, Force_JointFriction, Comments 9–10) on exact Coulomb friction.
+
+A revolute pin rubs harder when the link pulls on it: the friction torque is a
+friction coefficient times a load level made of the joint's reaction force and
+moment across its axis, plus a preload. The reactions depend on the
+accelerations and those on the friction, so the switch path solves that
+coupling at every evaluation (`jaxfric.simulate`): no reaction is lagged by a
+step.
+"""
+
+import abc
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array
+
+from .._check import (
+    AtLeast,
+    InRange,
+    as_float,
+    check_fields_broadcast,
+    raise_if_invalid,
+)
+from .._types import Float, SlipVector
+from ..simulate import SWITCH_PATH, AbstractFrictionLaw, AbstractPath
+from ._coulomb import Coulomb
+
+_EFFECTS = ("all", "stiction", "sliding")
+
+
+def _safe_norm(x, y):
+    """``√(x² + y²)`` whose gradient is 0 (not NaN) where both are 0."""
+    square = x * x + y * y
+    positive = square > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, square, 1.0)), 0.0)
+
+
+def _input_bits(inputs: str) -> tuple[bool, bool, bool, bool]:
+    """The four bits of MotionSolve's ``inputs`` (preload, reaction force,
+    bending moment, torsional moment), as a string of four ``0``/``1``."""
+    if not (isinstance(inputs, str) and len(inputs) == 4 and set(inputs) <= {"0", "1"}):
+        raise ValueError(
+            "`inputs` must be four characters 0 or 1 (preload, reaction force, "
+            f"bending moment, torsional moment), e.g. '1111'; got {inputs!r}."
+        )
+    return tuple(bit == "1" for bit in inputs)  # pyright: ignore[reportReturnType]
+
+
+class AbstractJointLoad(eqx.Module):
+    """The load model of one joint's friction (MotionSolve Comments 9–14): the
+    normal loads that the joint's reaction wrench (`jaxfric.systems.JointReactions`
+    frame, ``z`` along the axis) presses on its rubbing surfaces, each times its
+    arm. The friction force or torque is ``μ·Σ_k c_k`` with ``μ`` the static
+    or the kinetic coefficient.
+    """
+
+    #: The joint type this model describes: ``"revolute"`` or ``"prismatic"``.
+    kind: eqx.AbstractClassVar[str]
+    #: Names of the four contributions `contributions` returns, in order.
+    contribution_names: eqx.AbstractClassVar[tuple[str, str, str, str]]
+
+    @abc.abstractmethod
+    def contributions(
+        self, wrench: Float[Array, "6"], position: Float[Array, ""], mu_static
+    ) -> Float[Array, "4"]:
+        """The four contributions ``c_k`` (N·m for a revolute joint, N for a
+        prismatic one) per unit friction coefficient, each ``>= 0``.
+
+        Args:
+            wrench: the joint's reaction, moment (N·m) then force (N), in its
+                friction frame.
+            position: the joint coordinate, rad or m.
+            mu_static: the static coefficient (the preload is converted to an
+                equivalent normal force with it, MotionSolve Comment 9).
+        """
+
+
+class RevoluteLoad(AbstractJointLoad):
+    """Friction load of a revolute (pin) joint, MotionSolve Comment 9.
+
+    With ``N_xy = √(F_x² + F_y²)`` the radial reaction force, ``N_z = |F_z|``
+    the axial one and ``N_rxy = √(M_x² + M_y²)/r_b`` the force couple of the
+    bending moment, the friction torque at coefficient ``μ`` is
+    ``T = μ·(r_p·N_xy + r_n·N_z + r_p·N_rxy) + (μ/μ_s)·T_pre``: pin surface
+    (``Tz1``), end caps (``Tz2``), bending (``Tz3``) and preload (``Tz4``, the
+    preload's equivalent normal force ``T_pre/(μ_s r_p)`` on the pin).
+
+    Args:
+        pin_radius: ``r_p``, m, ``> 0`` (default 1.0, MotionSolve's default of
+            one length unit).
+        friction_arm: ``r_n``, the effective radius of the axial contact, m,
+            ``>= 0`` (default 1.0).
+        bending_reaction_arm: ``r_b``, half the width of the inner part, m,
+            ``> 0`` (default 1.0).
+        torque_preload: ``T_pre``, the static friction torque of the unloaded
+            joint, N·m, ``>= 0`` (default 0).
+        inputs: which contributions count, four bits ``"1111"`` (default):
+            preload, reaction force (``N_xy`` and ``N_z``), bending moment; the
+            fourth (torsional moment) does not apply to a revolute joint and
+            is ignored, as in MotionSolve.
+    """
+
+    pin_radius: Float[Array, ""] = eqx.field(converter=as_float, default=1.0)
+    friction_arm: Float[Array, ""] = eqx.field(converter=as_float, default=1.0)
+    bending_reaction_arm: Float[Array, ""] = eqx.field(converter=as_float, default=1.0)
+    torque_preload: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    inputs: str = eqx.field(static=True, default="1111")
+
+    kind: ClassVar[str] = "revolute"
+    contribution_names: ClassVar[tuple[str, str, str, str]] = (
+        "pin (radial force)",
+        "end caps (axial force)",
+        "bending moment",
+        "preload",
+    )
+
+    def __check_init__(self):
+        _input_bits(self.inputs)
+        raise_if_invalid(self.parameter_checks())
+
+    def parameter_checks(self):
+        """The ranges of the geometry and preload (MotionSolve's attributes)."""
+        return (
+            InRange("pin_radius", self.pin_radius, lower=0.0, lower_open=True),
+            InRange("friction_arm", self.friction_arm, lower=0.0),
+            InRange(
+                "bending_reaction_arm",
+                self.bending_reaction_arm,
+                lower=0.0,
+                lower_open=True,
+            ),
+            InRange("torque_preload", self.torque_preload, lower=0.0),
+        )
+
+    def contributions(self, wrench, position, mu_static):
+        del position
+        preload, reaction, bending, _ = _input_bits(self.inputs)
+        moment, force = wrench[:3], wrench[3:]
+        pin = self.pin_radius * _safe_norm(force[0], force[1])
+        caps = self.friction_arm * jnp.abs(force[2])
+        couple = _safe_norm(moment[0], moment[1]) / self.bending_reaction_arm
+        return jnp.stack(
+            [
+                pin * reaction,
+                caps * reaction,
+                self.pin_radius * couple * bending,
+                self.torque_preload / mu_static * preload,
+            ]
+        )
+
+
+_OVERLAP = {"constant": 0.0, "increase": 1.0, "decrease": -1.0}
+
+
+class TranslationalLoad(AbstractJointLoad):
+    """Friction load of a translational (prismatic) joint, MotionSolve
+    Comment 10.
+
+    With ``N = √(F_x² + F_y²)`` the force across the axis (rubbing),
+    ``N_t = |M_z|/(2 r_n)`` the force couple of the torsional moment and
+    ``N_b = √(M_x² + M_y²)/x_s`` the force couple of the bending moment over
+    the overlap ``x_s`` of the sliding parts, the friction force at
+    coefficient ``μ`` is ``F = μ·(N + N_t + N_b) + (μ/μ_s)·F_pre``.
+
+    Args:
+        reaction_arm: ``r_n``, m, ``> 0`` (default 1.0).
+        initial_overlap: the overlap ``x_s`` at joint position 0, m, ``> 0``
+            (default 1000.0, MotionSolve's default).
+        overlap_delta: ``"constant"`` (default), ``"increase"`` (the overlap
+            grows with the joint position, ``x_s = x_0 + q``) or ``"decrease"``
+            (``x_s = x_0 − q``). A state where ``x_s <= 0`` (the slider left
+            its guide) gives a non-finite friction force, which `simulate`
+            reports.
+        force_preload: ``F_pre``, the static friction force of the unloaded
+            joint, N, ``>= 0`` (default 0).
+        inputs: four bits ``"1111"`` (default): preload, reaction force,
+            bending moment, torsional moment.
+    """
+
+    reaction_arm: Float[Array, ""] = eqx.field(converter=as_float, default=1.0)
+    initial_overlap: Float[Array, ""] = eqx.field(converter=as_float, default=1000.0)
+    overlap_delta: str = eqx.field(static=True, default="constant")
+    force_preload: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    inputs: str = eqx.field(static=True, default="1111")
+
+    kind: ClassVar[str] = "prismatic"
+    contribution_names: ClassVar[tuple[str, str, str, str]] = (
+        "rubbing (transverse force)",
+        "torsional moment",
+        "bending moment",
+        "preload",
+    )
+
+    def __check_init__(self):
+        _input_bits(self.inputs)
+        if self.overlap_delta not in _OVERLAP:
+            raise ValueError(
+                f"`overlap_delta` must be one of {tuple(_OVERLAP)}; got "
+                f"{self.overlap_delta!r}."
+            )
+        raise_if_invalid(self.parameter_checks())
+
+    def parameter_checks(self):
+        """The ranges of the geometry and preload (MotionSolve's attributes)."""
+        return (
+            InRange("reaction_arm", self.reaction_arm, lower=0.0, lower_open=True),
+            InRange(
+                "initial_overlap", self.initial_overlap, lower=0.0, lower_open=True
+            ),
+            InRange("force_preload", self.force_preload, lower=0.0),
+        )
+
+    def contributions(self, wrench, position, mu_static):
+        preload, reaction, bending, torsion = _input_bits(self.inputs)
+        moment, force = wrench[:3], wrench[3:]
+        overlap = self.initial_overlap + _OVERLAP[self.overlap_delta] * position
+        # No overlap left: no couple can be carried (NaN, reported by simulate).
+        overlap = jnp.where(overlap > 0, overlap, jnp.nan)
+        return jnp.stack(
+            [
+                _safe_norm(force[0], force[1]) * reaction,
+                jnp.abs(moment[2]) / (2 * self.reaction_arm) * torsion,
+                _safe_norm(moment[0], moment[1]) / overlap * bending,
+                self.force_preload / mu_static * preload,
+            ]
+        )
+
+
+class JointFriction(AbstractFrictionLaw):
+    """Exact Coulomb joint friction whose levels grow with the joints' reaction
+    loads (MotionSolve ``Force_JointFriction`` load models, Comments 9–10, on
+    the set-valued Coulomb law of Farhat et al. 2010, Eq. 4–5).
+
+    Element ``k`` sits on a joint with the load model ``loads[k]``; with
+    ``c_k`` its contributions (`AbstractJointLoad.contributions`) at the
+    current reactions, the element slips with ``f = μ_d·Σ c_k`` against its
+    motion and sticks while its stick force stays within ``μ_s·Σ c_k``. The
+    reactions depend on the accelerations, which depend on every friction
+    force, so at each evaluation the switch path iterates ``f → reactions →
+    levels → f`` to a fixed point (`iterations` times; its change must then be
+    below ``1e-12`` of the force scale, else the friction is non-finite and
+    `simulate` reports it) and differentiates through it. A stuck joint's
+    breakaway is the event ``μ_s·Σ c_k − |f| ↓ 0``.
+
+    Needs a system with `joint_reactions` (`jaxfric.systems.RigidBodyTree`).
+
+    Args:
+        mu_static: ``μ_s``, ``> 0``, scalar or one per element.
+        mu_dynamic: ``μ_d``, ``> 0`` and ``<= mu_static``, scalar or one per
+            element.
+        loads: one load model per friction element (`RevoluteLoad`,
+            `TranslationalLoad`), matching the joint's type.
+        effect: ``"all"`` (default: static limit ``μ_s``, slip level ``μ_d``),
+            ``"stiction"`` (``μ_s`` for both) or ``"sliding"`` (``μ_d`` for
+            both), MotionSolve's ``effect``.
+        iterations: fixed-point iterations of the load coupling per
+            evaluation, ``>= 1`` (default 30; each is one Newton–Euler pass
+            and one stick solve).
+    """
+
+    mu_static: Float[Array, "..."] = eqx.field(converter=as_float)
+    mu_dynamic: Float[Array, "..."] = eqx.field(converter=as_float)
+    loads: tuple[AbstractJointLoad, ...]
+    effect: str = eqx.field(static=True, default="all")
+    iterations: int = eqx.field(static=True, default=30)
+
+    simulation_path: ClassVar[AbstractPath] = SWITCH_PATH
+    load_dependent: ClassVar[bool] = True
+
+    def __check_init__(self):
+        check_fields_broadcast(self, ("mu_static", "mu_dynamic"))
+        if self.effect not in _EFFECTS:
+            raise ValueError(
+                f"`effect` must be one of {_EFFECTS}; got {self.effect!r}."
+            )
+        if not (isinstance(self.iterations, int) and self.iterations >= 1):
+            raise ValueError(
+                f"`iterations` must be an int >= 1; got {self.iterations!r}."
+            )
+        loads = self.loads
+        if not (
+            isinstance(loads, tuple)
+            and loads
+            and all(isinstance(load, AbstractJointLoad) for load in loads)
+        ):
+            raise ValueError(
+                "`loads` must be a non-empty tuple of joint load models "
+                f"(RevoluteLoad, TranslationalLoad), one per element; got {loads!r}."
+            )
+        for name in ("mu_static", "mu_dynamic"):
+            size = jnp.size(getattr(self, name))
+            if size not in (1, len(loads)):
+                raise ValueError(
+                    f"`{name}` must be a scalar or have one entry per element of "
+                    f"`loads` ({len(loads)}); got {size} entries."
+                )
+
+    def parameter_checks(self):
+        own = (
+            InRange("mu_static", self.mu_static, lower=0.0, lower_open=True),
+            InRange("mu_dynamic", self.mu_dynamic, lower=0.0, lower_open=True),
+        )
+        ordered = (AtLeast("mu_static", self.mu_static, "mu_dynamic", self.mu_dynamic),)
+        nested = tuple(c for load in self.loads for c in load.parameter_checks())
+        return own + ordered + nested
+
+    def ordered_levels(self):
+        return (("mu_static", "mu_dynamic"),)
+
+    def coefficients(self) -> tuple[SlipVector, SlipVector]:
+        """``(μ_s, μ_d)`` per element after `effect`."""
+        m = len(self.loads)
+        mu_s = jnp.broadcast_to(self.mu_static, (m,))
+        mu_d = jnp.broadcast_to(self.mu_dynamic, (m,))
+        if self.effect == "stiction":
+            mu_d = mu_s
+        elif self.effect == "sliding":
+            mu_s = mu_d
+        return mu_s, mu_d
+
+    def contributions(
+        self, system, q, qd, qdd, applied, friction
+    ) -> Float[Array, "m 4"]:
+        """The contributions ``c_k`` of every element (rows) at a state
+        (`AbstractJointLoad.contributions`), N·m or N per unit coefficient;
+        ``μ·c`` is each one's share of the friction torque or force."""
+        reactions = system.joint_reactions(q, qd, qdd, applied, friction)
+        if len(reactions.kinds) != len(self.loads):
+            raise ValueError(
+                f"JointFriction has {len(self.loads)} load models but "
+                f"{type(system).__name__} has {len(reactions.kinds)} friction "
+                "elements: give one load model per element."
+            )
+        for k, (kind, load) in enumerate(zip(reactions.kinds, self.loads, strict=True)):
+            if kind != load.kind:
+                raise ValueError(
+                    f"`loads[{k}]` is a {type(load).__name__} ({load.kind} joint) "
+                    f"but friction element {k} sits on a {kind} joint."
+                )
+        mu_s, _ = self.coefficients()
+        return jnp.stack(
+            [
+                load.contributions(reactions.wrench[k], reactions.position[k], mu_s[k])
+                for k, load in enumerate(self.loads)
+            ]
+        )
+
+    def at_state(self, system, q, qd, qdd, applied, friction) -> Coulomb:
+        """The Coulomb law at the current reactions: slip level
+        ``μ_d·Σ c_k``, static limit ``μ_s·Σ c_k`` (N·m or N)."""
+        load = jnp.sum(self.contributions(system, q, qd, qdd, applied, friction), 1)
+        mu_s, mu_d = self.coefficients()
+        return Coulomb(fc=mu_d * load, fs=mu_s * load)
+
+
+__all__ = ["AbstractJointLoad", "JointFriction", "RevoluteLoad", "TranslationalLoad"]
