@@ -1,0 +1,237 @@
+"""Reaction-load joint friction (`JointFriction`, MotionSolve Force_JointFriction
+load models) on the exact switch path.
+
+The mechanism: a rotor on a vertical revolute joint, a point-like body of mass
+``m`` (with a small inertia ``I``) at radius ``L``. Its reactions follow by hand
+from Newton–Euler in the body frame (independent of jaxfric's recursion):
+force ``m·(−Lθ̇², Lθ̈, g)``, moment ``(0, −mgL, (mL² + I)θ̈)``. So the pin carries
+``N_xy = mL·√(θ̇⁴ + θ̈²)``, the end caps ``N_z = mg`` and the bending couple
+``mgL/r_b``; with the MotionSolve revolute model (Comment 9) the friction torque
+is ``μ(r_p N_xy + r_n mg + r_p mgL/r_b) + (μ/μ_s)T_pre``, which depends on the
+acceleration it produces: the reference solves that scalar equation by
+`scipy.optimize.brentq` at every right-hand side of `scipy.integrate.solve_ivp`.
+"""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+from scipy.optimize import brentq
+
+import jaxfric as jf
+
+M, L, G, INERTIA = 1.0, 0.1, 9.81, 1e-3
+RP, RN, RB, T_PRE = 0.005, 0.007, 0.005, 0.002
+T1 = 1.6
+TS = np.linspace(0.0, T1, 33)
+# The switch path at its default tolerances against scipy's DOP853 at 1e-12.
+_TRAJECTORY_TOL = 1e-8
+# Event times are located to 1e-13 s; the closed-form breakaway is exact.
+_EVENT_TOL = 1e-11
+# Central differences with a relative step of 1e-6.
+_GRADIENT_RTOL = 1e-6
+
+
+def _rotor():
+    return jf.systems.RigidBodyTree(
+        [-1],
+        ["revolute"],
+        [(0.0, 0.0, 1.0)],
+        [(0.0, 0.0, 0.0)],
+        mass=[M],
+        com=[(L, 0.0, 0.0)],
+        inertia=[INERTIA * np.eye(3)],
+        gravity=(0.0, 0.0, -G),
+    )
+
+
+def _load():
+    return jf.RevoluteLoad(
+        pin_radius=RP, friction_arm=RN, bending_reaction_arm=RB, torque_preload=T_PRE
+    )
+
+
+class _Ramp(jf.forces.AbstractStatelessForce):
+    rate: jax.Array
+
+    def __call__(self, t, q, qd):
+        return jnp.reshape(self.rate * t, (1,))
+
+
+def _run(params):
+    """``[θ(t1), first event time]`` and the solution, for ``params = (μ_s,
+    μ_d, torque rate N·m/s, θ̇(0) rad/s)``."""
+    mu_s, mu_d, rate, qd0 = params
+    law = jf.JointFriction(mu_static=mu_s, mu_dynamic=mu_d, loads=(_load(),))
+    sol = jf.simulate(
+        _rotor(), law, q0=jnp.zeros(1), qd0=qd0[None], t1=T1, ts=TS,
+        force=_Ramp(rate), adjoint=diffrax.ForwardMode(),
+    )  # fmt: skip
+    return jnp.stack([sol.q[-1, 0], sol.event_times[0]]), sol
+
+
+# One compilation serves every simulation below (values and derivatives);
+# forward mode compiles in about half the time of reverse mode here.
+_jac = jax.jit(jax.jacfwd(_run, has_aux=True))
+
+
+def _reference(mu_s, mu_d, rate, t_start, y_start, direction=1.0):
+    """scipy: the rotor slipping in `direction` from `t_start`, the friction
+    torque's dependence on its own acceleration solved by `brentq`."""
+    inertia = INERTIA + M * L * L
+
+    def rhs(t, y):
+        _, w = y
+
+        def residual(a):
+            load = RP * M * L * np.hypot(w * w, a) + RN * M * G + RP * M * G * L / RB
+            torque = mu_d * load + mu_d / mu_s * T_PRE
+            return inertia * a - (rate * t - direction * torque)
+
+        return [w, brentq(residual, -1e3, 1e3, xtol=1e-15, rtol=1e-15)]
+
+    stop = lambda t, y: y[1]  # noqa: E731
+    stop.terminal = True
+    stop.direction = -direction
+    return solve_ivp(
+        rhs, (t_start, T1), y_start, method="DOP853", rtol=1e-12, atol=1e-14,
+        dense_output=True, events=stop,
+    )  # fmt: skip
+
+
+def _static_limit(mu_s):
+    """The stuck rotor's breakaway torque: its reactions are the static ones."""
+    return mu_s * (RN * M * G + RP * M * G * L / RB) + T_PRE
+
+
+@pytest.fixture(scope="module")
+def breakaway():
+    params = jnp.array([0.5, 0.3, 0.5, 0.0])
+    jac, sol = _jac(params)
+    return params, jac, sol
+
+
+def test_joint_reactions_against_newton_euler_by_hand():
+    system = _rotor()
+    q, qd, qdd = jnp.array([0.7]), jnp.array([2.0]), jnp.array([-3.0])
+    zero = jnp.zeros(1)
+    reactions = system.joint_reactions(q, qd, qdd, zero, zero)
+    w, a = 2.0, -3.0
+    moment = [0.0, -M * G * L, (M * L * L + INERTIA) * a]
+    force = [-M * L * w * w, M * L * a, M * G]
+    np.testing.assert_allclose(reactions.wrench[0], moment + force, atol=1e-14)
+    assert reactions.kinds == ("revolute",)
+    np.testing.assert_array_equal(reactions.position, q)
+
+
+def test_stuck_until_the_closed_form_breakaway_then_slips_as_scipy(breakaway):
+    (mu_s, mu_d, rate, _), _, sol = breakaway
+    assert sol.result == jf.RESULTS.successful
+    t_break = _static_limit(float(mu_s)) / float(rate)
+    assert abs(float(sol.event_times[0]) - t_break) < _EVENT_TOL
+    stuck = np.asarray(sol.ts) < t_break
+    # Exactly still while stuck: position and velocity are 0.0 to the bit.
+    assert np.all(np.asarray(sol.q)[stuck] == 0.0)
+    assert np.all(np.asarray(sol.qd)[stuck] == 0.0)
+    # The stick torque balances the ramp.
+    np.testing.assert_allclose(
+        sol.friction[stuck, 0], float(rate) * np.asarray(sol.ts)[stuck], rtol=1e-12
+    )
+    ref = _reference(float(mu_s), float(mu_d), float(rate), t_break, [0.0, 0.0])
+    slipping = ~stuck
+    expected = ref.sol(np.asarray(sol.ts)[slipping])
+    np.testing.assert_allclose(sol.q[slipping, 0], expected[0], atol=_TRAJECTORY_TOL)
+    np.testing.assert_allclose(sol.qd[slipping, 0], expected[1], atol=_TRAJECTORY_TOL)
+
+
+def test_spinning_rotor_stops_at_the_reference_time_and_stays():
+    mu_s, mu_d, qd0 = 0.5, 0.3, 3.0
+    _, sol = _jac(jnp.array([mu_s, mu_d, 0.0, qd0]))
+    ref = _reference(mu_s, mu_d, 0.0, 0.0, [0.0, qd0])
+    t_stop = ref.t_events[0][0]
+    assert abs(float(sol.event_times[0]) - t_stop) < 1e-9
+    after = np.asarray(sol.ts) > t_stop
+    assert np.all(np.asarray(sol.qd)[after] == 0.0)
+    assert np.all(np.asarray(sol.q)[after] == np.asarray(sol.q)[-1])
+    np.testing.assert_allclose(sol.q[-1, 0], ref.y_events[0][0][0], atol=_TRAJECTORY_TOL)
+
+
+def test_gradients_through_breakaway_and_slip(breakaway, central_differences):
+    params, jac, _ = breakaway
+    # d t*/d(μ_s, μ_d, rate) in closed form (t* = T_s(μ_s)/rate).
+    mu_s, rate = float(params[0]), float(params[2])
+    dt_dmu_s = (RN * M * G + RP * M * G * L / RB) / rate
+    dt_drate = -_static_limit(mu_s) / rate**2
+    np.testing.assert_allclose(
+        jac[1, :3], [dt_dmu_s, 0.0, dt_drate], rtol=1e-9, atol=1e-12
+    )
+    # θ(t1) against central differences of the same compiled simulation.
+    def final_angle(p):
+        return float(_jac(jnp.append(p, params[3]))[1].q[-1, 0])
+
+    fd = central_differences(final_angle, params[:3], 1e-6)
+    np.testing.assert_allclose(jac[0, :3], fd, rtol=_GRADIENT_RTOL)
+    assert np.all(np.abs(jac[0, :3]) > 1e-3)  # not a vanished gradient
+
+
+def test_load_models_contributions_by_hand():
+    wrench = jnp.array([0.3, -0.4, 9.0, 3.0, 4.0, -2.0])  # moment, force
+    revolute = jf.RevoluteLoad(
+        pin_radius=0.01, friction_arm=0.02, bending_reaction_arm=0.05,
+        torque_preload=0.1, inputs="1101",
+    )  # fmt: skip
+    got = revolute.contributions(wrench, jnp.array(0.0), 0.5)
+    # pin 0.01·5, caps 0.02·2, bending switched off, preload 0.1/0.5.
+    np.testing.assert_allclose(got, [0.05, 0.04, 0.0, 0.2], rtol=1e-15)
+    sliding = jf.TranslationalLoad(
+        reaction_arm=0.2, initial_overlap=0.1, overlap_delta="decrease",
+        force_preload=1.0,
+    )  # fmt: skip
+    got = sliding.contributions(wrench, jnp.array(0.05), 0.25)
+    # rubbing 5, torsion 9/(2·0.2), bending 0.5/(0.1 − 0.05), preload 1/0.25.
+    np.testing.assert_allclose(got, [5.0, 22.5, 10.0, 4.0], rtol=1e-15)
+    # The slider out of its guide: no finite friction.
+    assert np.isnan(sliding.contributions(wrench, jnp.array(0.2), 0.25)[2])
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: jf.RevoluteLoad(pin_radius=0.0), r"`pin_radius` must lie in \(0.0"),
+        (lambda: jf.RevoluteLoad(torque_preload=-1.0), "`torque_preload` must lie"),
+        (lambda: jf.RevoluteLoad(inputs="11"), "`inputs` must be four characters"),
+        (lambda: jf.TranslationalLoad(overlap_delta="up"), "`overlap_delta` must"),
+        (lambda: jf.TranslationalLoad(initial_overlap=0.0), "`initial_overlap`"),
+        (
+            lambda: jf.JointFriction(0.2, 0.3, loads=(jf.RevoluteLoad(),)),
+            "`mu_static` must be >= `mu_dynamic`",
+        ),
+        (
+            lambda: jf.JointFriction(0.5, 0.0, loads=(jf.RevoluteLoad(),)),
+            r"`mu_dynamic` must lie in \(0.0",
+        ),
+        (
+            lambda: jf.JointFriction(0.5, 0.3, loads=(jf.RevoluteLoad(),), effect="x"),
+            "`effect` must be one of",
+        ),
+        (lambda: jf.JointFriction(0.5, 0.3, loads=()), "`loads` must be a non-empty"),
+    ],
+)
+def test_bad_parameters_are_named(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_load_model_must_match_the_joint_and_the_system_must_have_joints():
+    slider = jf.systems.RigidBodyTree(
+        [-1], ["prismatic"], [(0.0, 0.0, 1.0)], [(0.0, 0.0, 0.0)],
+        mass=[1.0], com=[(0.0, 0.0, 0.0)], inertia=[np.eye(3)],
+    )  # fmt: skip
+    law = jf.JointFriction(0.5, 0.3, loads=(jf.RevoluteLoad(),))
+    with pytest.raises(ValueError, match=r"`loads\[0\]` is a RevoluteLoad"):
+        jf.simulate(slider, law, q0=jnp.zeros(1), qd0=jnp.ones(1), t1=0.1)
+    oscillator = jf.systems.Oscillator(mass=1.0, stiffness=1.0)
+    with pytest.raises(NotImplementedError, match="Oscillator has no joint reactions"):
+        jf.simulate(oscillator, law, q0=1.0, qd0=0.0, t1=0.1)
