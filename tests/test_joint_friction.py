@@ -155,7 +155,9 @@ def test_spinning_rotor_stops_at_the_reference_time_and_stays():
     after = np.asarray(sol.ts) > t_stop
     assert np.all(np.asarray(sol.qd)[after] == 0.0)
     assert np.all(np.asarray(sol.q)[after] == np.asarray(sol.q)[-1])
-    np.testing.assert_allclose(sol.q[-1, 0], ref.y_events[0][0][0], atol=_TRAJECTORY_TOL)
+    np.testing.assert_allclose(
+        sol.q[-1, 0], ref.y_events[0][0][0], atol=_TRAJECTORY_TOL
+    )
 
 
 def test_gradients_through_breakaway_and_slip(breakaway, central_differences):
@@ -167,6 +169,7 @@ def test_gradients_through_breakaway_and_slip(breakaway, central_differences):
     np.testing.assert_allclose(
         jac[1, :3], [dt_dmu_s, 0.0, dt_drate], rtol=1e-9, atol=1e-12
     )
+
     # θ(t1) against central differences of the same compiled simulation.
     def final_angle(p):
         return float(_jac(jnp.append(p, params[3]))[1].q[-1, 0])
