@@ -26,6 +26,7 @@ from .._check import (
 )
 from .._types import Float, SlipVector
 from ..simulate import SWITCH_PATH, AbstractFrictionLaw, AbstractPath
+from ..systems import JointReactions
 from ._coulomb import Coulomb
 
 _EFFECTS = ("all", "stiction", "sliding")
@@ -239,11 +240,11 @@ class JointFriction(AbstractFrictionLaw):
     current reactions, the element slips with ``f = μ_d·Σ c_k`` against its
     motion and sticks while its stick force stays within ``μ_s·Σ c_k``. The
     reactions depend on the accelerations, which depend on every friction
-    force, so at each evaluation the switch path iterates ``f → reactions →
-    levels → f`` to a fixed point (`iterations` times; its change must then be
-    below ``1e-12`` of the force scale, else the friction is non-finite and
-    `simulate` reports it) and differentiates through it. A stuck joint's
-    breakaway is the event ``μ_s·Σ c_k − |f| ↓ 0``.
+    force, so at each evaluation the switch path solves ``f = F(f)`` (``f →
+    accelerations → reactions → levels → f``) by fixed-point iteration to a
+    change below ``1e-12`` of the largest force (else the friction is
+    non-finite and `simulate` reports it) and differentiates it implicitly. A
+    stuck joint's breakaway is the event ``μ_s·Σ c_k − |f| ↓ 0``.
 
     Needs a system with `joint_reactions` (`jaxfric.systems.RigidBodyTree`).
 
@@ -256,16 +257,17 @@ class JointFriction(AbstractFrictionLaw):
         effect: ``"all"`` (default: static limit ``μ_s``, slip level ``μ_d``),
             ``"stiction"`` (``μ_s`` for both) or ``"sliding"`` (``μ_d`` for
             both), MotionSolve's ``effect``.
-        iterations: fixed-point iterations of the load coupling per
-            evaluation, ``>= 1`` (default 30; each is one Newton–Euler pass
-            and one stick solve).
+        max_iterations: the most fixed-point iterations of the load coupling
+            per evaluation, ``>= 1`` (default 50; each is one Newton–Euler
+            pass and one stick solve; a contraction by ``μ·r/ℓ``, a pin
+            radius over a link length, needs a few).
     """
 
     mu_static: Float[Array, "..."] = eqx.field(converter=as_float)
     mu_dynamic: Float[Array, "..."] = eqx.field(converter=as_float)
     loads: tuple[AbstractJointLoad, ...]
     effect: str = eqx.field(static=True, default="all")
-    iterations: int = eqx.field(static=True, default=30)
+    max_iterations: int = eqx.field(static=True, default=50)
 
     simulation_path: ClassVar[AbstractPath] = SWITCH_PATH
     load_dependent: ClassVar[bool] = True
@@ -276,9 +278,9 @@ class JointFriction(AbstractFrictionLaw):
             raise ValueError(
                 f"`effect` must be one of {_EFFECTS}; got {self.effect!r}."
             )
-        if not (isinstance(self.iterations, int) and self.iterations >= 1):
+        if not (isinstance(self.max_iterations, int) and self.max_iterations >= 1):
             raise ValueError(
-                f"`iterations` must be an int >= 1; got {self.iterations!r}."
+                f"`max_iterations` must be an int >= 1; got {self.max_iterations!r}."
             )
         loads = self.loads
         if not (
@@ -321,18 +323,16 @@ class JointFriction(AbstractFrictionLaw):
             mu_s = mu_d
         return mu_s, mu_d
 
-    def contributions(
-        self, system, q, qd, qdd, applied, friction
-    ) -> Float[Array, "m 4"]:
-        """The contributions ``c_k`` of every element (rows) at a state
-        (`AbstractJointLoad.contributions`), N·m or N per unit coefficient;
+    def contributions(self, reactions: JointReactions) -> Float[Array, "m 4"]:
+        """The contributions ``c_k`` of every element (rows) at the joints'
+        reaction loads (`jaxfric.systems.AbstractSystem.joint_reactions`;
+        `AbstractJointLoad.contributions`), N·m or N per unit coefficient:
         ``μ·c`` is each one's share of the friction torque or force."""
-        reactions = system.joint_reactions(q, qd, qdd, applied, friction)
         if len(reactions.kinds) != len(self.loads):
             raise ValueError(
-                f"JointFriction has {len(self.loads)} load models but "
-                f"{type(system).__name__} has {len(reactions.kinds)} friction "
-                "elements: give one load model per element."
+                f"JointFriction has {len(self.loads)} load models but the system "
+                f"has {len(reactions.kinds)} friction elements: give one load "
+                "model per element."
             )
         for k, (kind, load) in enumerate(zip(reactions.kinds, self.loads, strict=True)):
             if kind != load.kind:
@@ -348,10 +348,10 @@ class JointFriction(AbstractFrictionLaw):
             ]
         )
 
-    def at_state(self, system, q, qd, qdd, applied, friction) -> Coulomb:
-        """The Coulomb law at the current reactions: slip level
-        ``μ_d·Σ c_k``, static limit ``μ_s·Σ c_k`` (N·m or N)."""
-        load = jnp.sum(self.contributions(system, q, qd, qdd, applied, friction), 1)
+    def at_reactions(self, reactions: JointReactions) -> Coulomb:
+        """The Coulomb law at the reactions: slip level ``μ_d·Σ c_k``, static
+        limit ``μ_s·Σ c_k`` (N·m or N)."""
+        load = jnp.sum(self.contributions(reactions), 1)
         mu_s, mu_d = self.coefficients()
         return Coulomb(fc=mu_d * load, fs=mu_s * load)
 

@@ -8,6 +8,7 @@ import equinox as eqx
 from .._check import AbstractCheck, raise_if_invalid
 
 if TYPE_CHECKING:
+    from ..systems import JointReactions
     from ._path import AbstractPath
 
 
@@ -19,9 +20,9 @@ class AbstractFrictionLaw(eqx.Module):
     """
 
     simulation_path: eqx.AbstractClassVar["AbstractPath"]
-    #: Whether the law's levels depend on the state through the joints'
-    #: reaction loads (`at_state`), which depend on the accelerations and so on
-    #: the friction itself: the switch path then solves that coupling at every
+    #: Whether the law's levels depend on the joints' reaction loads
+    #: (`at_reactions`), which depend on the accelerations and so on the
+    #: friction itself: the switch path then solves that coupling at every
     #: evaluation (`jaxfric.friction.JointFriction`).
     load_dependent: ClassVar[bool] = False
 
@@ -41,14 +42,13 @@ class AbstractFrictionLaw(eqx.Module):
         """
         return ()
 
-    def at_state(self, system, q, qd, qdd, applied, friction) -> "AbstractFrictionLaw":
-        """This law with its levels at the state ``(q, q̇, q̈)`` under the
-        generalised forces `applied` (N or N·m) and the friction forces
-        `friction` (N or N·m, one per element). Default: the law itself (its
-        levels do not depend on the state); a `load_dependent` law returns a
-        load-independent law at the joints' reaction loads there.
+    def at_reactions(self, reactions: "JointReactions") -> "AbstractFrictionLaw":
+        """This law with its levels at the joints' reaction loads `reactions`
+        (`jaxfric.systems.AbstractSystem.joint_reactions`). Default: the law
+        itself (its levels do not depend on loads); a `load_dependent` law
+        returns a load-independent law at those loads.
         """
-        del system, q, qd, qdd, applied, friction
+        del reactions
         return self
 
     def __check_init__(self):

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+import optimistix as optx
 
 from .._types import Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
@@ -347,12 +348,12 @@ def friction_at_modes(
     its `stick_parts`, when several mode sets are tried at one state.
 
     A `load_dependent` law (reaction-load joint friction) has levels that
-    depend on the accelerations, which depend on the friction: the pair is
-    iterated to a fixed point from the accelerations without friction
-    (``law.iterations`` times, then checked: a change above
-    ``max(1e-12, 1000·eps)`` of the force scale makes the result non-finite,
-    which the paths report). Derivatives go through the iterations, which
-    converge to the implicit-function derivative with the fixed point.
+    depend on the accelerations, which depend on the friction: the friction
+    is the fixed point of friction → accelerations → reactions → levels →
+    friction (`optimistix.fixed_point`, from zero friction, to a change of
+    ``max(1e-12, 1000·eps)`` of the largest force in at most
+    ``law.max_iterations`` iterations; otherwise the result is non-finite,
+    which the paths report), differentiated by the implicit function theorem.
 
     Returns:
         ``(f, q̈, law_at)``: the friction of every element, the accelerations
@@ -379,26 +380,36 @@ def friction_at_modes(
         return friction, acc, law
     applied = net + dynamics.bias
 
-    def at(carry):
-        friction, acc = carry
-        return law.at_state(system, q, qd, acc, applied, friction)
+    def reactions(friction):
+        acc = parts.acc_net - parts.minv_jt @ friction
+        return system.joint_reactions(q, qd, acc, applied, friction)
 
-    start = (jnp.zeros_like(slip), parts.acc_net)
-    carry = jax.lax.fori_loop(
-        0,
-        law.iterations,
-        lambda _, c: solve(at(c)),
-        start,  # pyright: ignore
+    # The reactions are affine in the friction (Newton–Euler is linear in q̈,
+    # a closed chain's loop forces in q̈, τ and f): one evaluation and one
+    # Jacobian per state, so that each iteration below is a product.
+    base = reactions(jnp.zeros_like(slip))
+    slope = jax.jacfwd(lambda f: reactions(f).wrench)(jnp.zeros_like(slip))
+
+    def law_at(friction):
+        return law.at_reactions(base._replace(wrench=base.wrench + slope @ friction))
+
+    # Friction → accelerations → reactions → levels → friction, from the
+    # accelerations without friction; the derivative is the implicit one.
+    tol = max(1e-12, 1e3 * float(jnp.finfo(slip.dtype).eps))
+    fixed = optx.fixed_point(
+        lambda friction, _: solve(law_at(friction))[0],
+        optx.FixedPointIteration(rtol=tol, atol=1e-30),
+        jnp.zeros_like(slip),
+        max_steps=law.max_iterations,
+        throw=False,
     )
-    law_at = at(carry)
-    friction, acc = solve(law_at)
-    tol = max(1e-12, 1e3 * float(jnp.finfo(friction.dtype).eps))
-    scale = limit_scale(law_at, slip)[2] + jnp.abs(friction)
-    converged = jnp.all(jnp.abs(friction - carry[0]) <= tol * scale)
+    converged = fixed.result == optx.RESULTS.successful
+    levels = law_at(fixed.value)
+    friction, acc = solve(levels)
     return (
         jnp.where(converged, friction, jnp.nan),
         jnp.where(converged, acc, jnp.nan),
-        law_at,
+        levels,
     )
 
 
