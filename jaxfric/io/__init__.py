@@ -30,6 +30,11 @@ from .mjcf import (
     load_mjcf as load_mjcf,
     load_mjcf_string as load_mjcf_string,
 )
+from .motionsolve import (
+    MotionSolveModel as MotionSolveModel,
+    load_motionsolve as load_motionsolve,
+    load_motionsolve_string as load_motionsolve_string,
+)
 from .records import load_record as load_record, save_record as save_record
 from .results import (
     save_solution as save_solution,

@@ -1,0 +1,443 @@
+"""MotionSolve XML import (`jaxfric.io.motionsolve`): the pendulum of the
+Force_JointFriction reference page, unit conversion, translational joints,
+the tree walk, and the errors and warning of what is not read.
+
+Every reference number is worked out by hand from the XML in the comment next
+to it; none comes from the loader."""
+
+import math
+import pathlib
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxfric as jf
+from jaxfric.io import MotionSolveModel, load_motionsolve, load_motionsolve_string
+
+# Unit factors are exact decimal scalings and the model arrays products of a
+# few signed unit rotations: agreement to round-off.
+_TOLERANCE = 1e-12
+# Friction levels of order 1e-3 N·m from one Newton–Euler pass: round-off.
+_LEVEL_TOLERANCE = 1e-15
+_PENDULUM = pathlib.Path(__file__).parent / "data" / "motionsolve_pendulum.xml"
+
+
+def _load_quietly(text: str) -> MotionSolveModel:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return load_motionsolve_string(text)
+
+
+def _world_com(system, q) -> np.ndarray:
+    """World position of every body's centre of mass at ``q``."""
+    rot, pos = system.forward_kinematics(jnp.asarray(q, dtype=float))
+    com = system.model.first_moment / system.model.mass[:, None]
+    return np.asarray(pos + np.einsum("kij,kj->ki", rot, com))
+
+
+def test_pendulum_file():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every element is read or known
+        model = load_motionsolve(_PENDULUM)
+    system = model.system
+    q = jnp.zeros(1)
+    assert model.joint_ids == (301001,) and model.friction_ids == (1,)
+    assert system.joint_names == ("301001",)
+    assert system.friction_joints == (0,)
+    # Body_Rigid mass="1." in KILOGRAM.
+    np.testing.assert_allclose(system.model.mass, [1.0], atol=_TOLERANCE)
+    # CM marker pos_x="-100." MILLIMETER, joint markers at the origin: the
+    # centre of mass hangs 0.1 m from the joint, at (-0.1, 0, 0) m.
+    np.testing.assert_allclose(_world_com(system, q), [[-0.1, 0, 0]], atol=_TOLERANCE)
+    com = system.model.first_moment[0] / system.model.mass[0]
+    assert abs(np.linalg.norm(com) - 0.1) < _TOLERANCE
+    # The J marker's z axis (a02, a12, a22) = (0, 1, 0): the global y axis.
+    rot, _ = system.forward_kinematics(q)
+    axis = np.asarray(rot[0]) @ np.asarray(system.model.axes[0])
+    np.testing.assert_allclose(axis, [0, 1, 0], atol=_TOLERANCE)
+    # inertia_xx = yy = zz = 1000 kg·mm² = 1e-3 kg·m² about the centre of mass
+    # (the model stores it about the joint: subtract m(|c|²E − c cᵀ)).
+    about_com = system.model.inertia[0] - (com @ com * np.eye(3) - np.outer(com, com))
+    np.testing.assert_allclose(about_com, 1e-3 * np.eye(3), atol=_TOLERANCE)
+    # About the axis: I + m L² = 1e-3 + 1·0.1² kg·m².
+    np.testing.assert_allclose(system.mass_matrix(q), [[0.011]], atol=_TOLERANCE)
+    # grav_z = -9810 mm/s² = -9.81 m/s².
+    np.testing.assert_allclose(system.model.gravity, [0, 0, -9.81], atol=_TOLERANCE)
+    # Rotating the bob at (-L, 0, 0) by q about +y lifts it to height L sin q:
+    # V = m g L sin q, so g(0) = dV/dq = m g L = 1 · 9.81 · 0.1 N·m.
+    np.testing.assert_allclose(system.gravity_force(q), [0.981], atol=_TOLERANCE)
+    np.testing.assert_allclose(model.q0, [0.0], atol=_TOLERANCE)  # I on J
+
+    law = model.friction
+    assert isinstance(law, jf.JointFriction) and law.effect == "all"
+    np.testing.assert_allclose(law.mu_static, 0.5, atol=_TOLERANCE)
+    np.testing.assert_allclose(law.mu_dynamic, 0.3, atol=_TOLERANCE)
+    (load,) = law.loads
+    assert isinstance(load, jf.RevoluteLoad) and load.inputs == "1111"
+    # pin_radius="5.", friction_arm="7.", bending_reaction_arm="5." MILLIMETER.
+    np.testing.assert_allclose(load.pin_radius, 0.005, atol=_TOLERANCE)
+    np.testing.assert_allclose(load.friction_arm, 0.007, atol=_TOLERANCE)
+    np.testing.assert_allclose(load.bending_reaction_arm, 0.005, atol=_TOLERANCE)
+    np.testing.assert_allclose(load.torque_preload, 0.0, atol=_TOLERANCE)
+    # end_time="5." SECOND, num_step="1000".
+    assert model.t1 == 5.0 and model.num_steps == 1000
+    # stiction_trans_vel="10." mm/s; max_stiction_deform defaults to 0.01 mm.
+    (lugre,) = model.lugre
+    assert lugre["inactive"] == "none"
+    assert abs(lugre["stiction_trans_vel"] - 0.01) < _TOLERANCE
+    assert abs(lugre["max_stiction_deform"] - 1e-5) < _TOLERANCE
+
+
+def test_pendulum_friction_levels_at_the_start():
+    # Horizontal at rest, with the frictionless angular acceleration
+    # α = −m g L / (I + m L²) = −0.981/0.011 rad/s², the bob's centre of mass
+    # accelerates by L α along z, so the pin pushes with m (g + L α) across its
+    # axis; no axial force, no bending moment (no products of inertia). The
+    # levels are μ r_p m (g + L α), r_p = 0.005 m (Comment 9, Tz1).
+    model = load_motionsolve(_PENDULUM)
+    alpha = -0.981 / 0.011
+    pin_force = 1.0 * (9.81 + 0.1 * alpha)
+    zero = jnp.zeros(1)
+    reactions = model.system.joint_reactions(zero, zero, jnp.array([alpha]), zero, zero)
+    levels = model.friction.at_reactions(reactions)
+    np.testing.assert_allclose(
+        levels.fc, [0.3 * 0.005 * pin_force], atol=_LEVEL_TOLERANCE
+    )
+    np.testing.assert_allclose(
+        levels.fs, [0.5 * 0.005 * pin_force], atol=_LEVEL_TOLERANCE
+    )
+
+
+# The pendulum written by hand in METER (lengths / 1000, kg·mm² · 1e-6; the
+# default max_stiction_deform, 0.01 length units, is 0.01 mm there: 1e-5 m).
+_PENDULUM_METER = """<?xml version="1.0"?>
+<MultiBodySystem>
+ <Model>
+  <Param_Unit force_unit="NEWTON" mass_unit="KILOGRAM" length_unit="METER"
+     time_unit="SECOND"/>
+  <Reference_Marker id="30101020" body_id="30101" a00="-1." a10="0." a20="0."
+     a02="0." a12="1." a22="0."/>
+  <Reference_Marker id="30102020" body_id="30102" a00="-1." a10="0." a20="0."
+     a02="0." a12="1." a22="0."/>
+  <Reference_Marker id="30102030" body_id="30102" pos_x="-0.1"/>
+  <Body_Rigid id="30101" IsGround="TRUE"/>
+  <Body_Rigid id="30102" cg_id="30102030" mass="1." inertia_xx="0.001"
+     inertia_yy="0.001" inertia_zz="0.001"/>
+  <Constraint_Joint id="301001" type="REVOLUTE" i_marker_id="30102020"
+     j_marker_id="30101020"/>
+  <Force_Gravity grav_x="0." grav_y="0." grav_z="-9.81"/>
+  <Force_JointFriction id="1" joint_id="301001" mu_static="0.5" mu_dynamic="0.3"
+     stiction_trans_vel="0.01" max_stiction_deform="1e-5" effect="ALL"
+     friction_arm="0.007"
+     pin_radius="0.005" bending_reaction_arm="0.005" inputs="1111"/>
+ </Model>
+ <Command>
+  <Simulate analysis_type="Transient" end_time="5." num_step="1000"/>
+ </Command>
+</MultiBodySystem>
+"""
+
+
+def test_meter_units_give_the_same_model():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        millimeter = load_motionsolve(_PENDULUM)
+    meter = _load_quietly(_PENDULUM_METER)
+    for name in (
+        "origin_translation",
+        "origin_rotation",
+        "mass",
+        "first_moment",
+        "inertia",
+        "gravity",
+    ):
+        np.testing.assert_allclose(
+            getattr(meter.system.model, name),
+            getattr(millimeter.system.model, name),
+            atol=_TOLERANCE,
+            err_msg=name,
+        )
+    assert meter.system.model.axes == millimeter.system.model.axes
+    a, b = meter.friction.loads[0], millimeter.friction.loads[0]
+    for name in ("pin_radius", "friction_arm", "bending_reaction_arm"):
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), atol=_TOLERANCE)
+    assert (meter.t1, meter.num_steps) == (millimeter.t1, millimeter.num_steps)
+    for name, value in meter.lugre[0].items():
+        if isinstance(value, float):
+            assert abs(value - millimeter.lugre[0][name]) < _TOLERANCE, name
+
+
+def test_joint_written_the_other_way_round():
+    # I on ground, J on the bob: MotionSolve's coordinate is the ground's angle
+    # relative to the bob, minus the bob's: g(0) = −m g L = −0.981 N·m.
+    text = _PENDULUM_METER.replace(
+        'i_marker_id="30102020"\n     j_marker_id="30101020"',
+        'i_marker_id="30101020"\n     j_marker_id="30102020"',
+    )
+    assert text != _PENDULUM_METER
+    model = _load_quietly(text)
+    q = jnp.zeros(1)
+    np.testing.assert_allclose(model.system.gravity_force(q), [-0.981], atol=_TOLERANCE)
+    np.testing.assert_allclose(
+        _world_com(model.system, q), [[-0.1, 0, 0]], atol=_TOLERANCE
+    )
+    assert model.system.model.axes == ((0.0, 0.0, -1.0),)
+
+
+def test_initial_angle_from_the_markers():
+    # The I marker's x axis (-cos 30°, 0, sin 30°) is J's x axis (-1, 0, 0)
+    # turned by +30° about J's z axis (0, 1, 0): the file is at q0 = π/6.
+    c, s = math.cos(math.pi / 6), math.sin(math.pi / 6)
+    text = _PENDULUM_METER.replace(
+        '<Reference_Marker id="30102020" body_id="30102" a00="-1." a10="0." a20="0."',
+        f'<Reference_Marker id="30102020" body_id="30102" a00="{-c!r}" a10="0." '
+        f'a20="{s!r}"',
+    )
+    assert text != _PENDULUM_METER
+    model = _load_quietly(text)
+    np.testing.assert_allclose(model.q0, [math.pi / 6], atol=_TOLERANCE)
+    # At q0 the bob is where the file puts it, (-0.1, 0, 0) m; at q = 0 it is
+    # turned back by 30°, and g(q) = m g L cos(q − q0).
+    np.testing.assert_allclose(
+        _world_com(model.system, model.q0), [[-0.1, 0, 0]], atol=_TOLERANCE
+    )
+    np.testing.assert_allclose(
+        model.system.gravity_force(jnp.zeros(1)), [0.981 * c], atol=_TOLERANCE
+    )
+
+
+# A slider on a guide along global x, in CENTIMETER, GRAM, KILONEWTON and
+# MILLISECOND: the I marker sits 5 cm along J's z axis (q0 = 0.05 m).
+_SLIDER = """<MultiBodySystem>
+ <Model>
+  <Param_Unit force_unit="KILONEWTON" mass_unit="GRAM" length_unit="CENTIMETER"
+     time_unit="MILLISECOND"/>
+  <Reference_Marker id="10" body_id="1" pos_x="10." a00="0." a10="1." a20="0."
+     a02="1." a12="0." a22="0."/>
+  <Reference_Marker id="20" body_id="2" pos_x="15." a00="0." a10="1." a20="0."
+     a02="1." a12="0." a22="0."/>
+  <Reference_Marker id="21" body_id="2" pos_x="15." pos_z="2."/>
+  <Body_Rigid id="1" isground="TRUE"/>
+  <Body_Rigid id="2" cg_id="21" mass="2000." inertia_xx="1e4" inertia_yy="1e4"
+     inertia_zz="1e4"/>
+  <Constraint_Joint id="5" type="TRANSLATIONAL" i_marker_id="20" j_marker_id="10"/>
+  <Force_Gravity grav_x="-9.81e-4"/>
+  <Force_JointFriction id="8" joint_id="5" mu_static="0.2" mu_dynamic="0.1"
+     effect="Sliding" inputs="1011" reaction_arm="3." initial_overlap="8."
+     overlap_delta="Increase" force_preload="0.002"/>
+ </Model>
+ <Command>
+  <Simulate analysis_type="Static"/>
+  <Simulate end_time="500." num_step="50"/>
+ </Command>
+</MultiBodySystem>
+"""
+
+
+def test_translational_joint():
+    model = _load_quietly(_SLIDER)
+    system = model.system
+    assert system.model.joint_types == ("prismatic",)
+    # 5 cm from J to I along J's z axis.
+    np.testing.assert_allclose(model.q0, [0.05], atol=_TOLERANCE)
+    rot, pos = system.forward_kinematics(jnp.asarray(model.q0))
+    # At q0 the body frame is the I marker: (15, 0, 0) cm, axes as J's.
+    np.testing.assert_allclose(pos, [[0.15, 0, 0]], atol=_TOLERANCE)
+    axis = np.asarray(rot[0]) @ np.asarray(system.model.axes[0])
+    np.testing.assert_allclose(axis, [1, 0, 0], atol=_TOLERANCE)
+    # The centre of mass 2 cm above I: along J's y axis z × x = (0, 0, 1).
+    com = system.model.first_moment[0] / system.model.mass[0]
+    np.testing.assert_allclose(com, [0, 0.02, 0], atol=_TOLERANCE)
+    # 2000 g; 1e4 g·cm² = 1e-3 kg·m²; -9.81e-4 cm/ms² = -9.81 m/s² along x.
+    np.testing.assert_allclose(system.model.mass, [2.0], atol=_TOLERANCE)
+    np.testing.assert_allclose(system.model.gravity, [-9.81, 0, 0], atol=_TOLERANCE)
+    about_com = system.model.inertia[0] - 2.0 * (
+        com @ com * np.eye(3) - np.outer(com, com)
+    )
+    np.testing.assert_allclose(about_com, 1e-3 * np.eye(3), atol=_TOLERANCE)
+    # Sliding along x moves the whole 2 kg: M = 2 kg, g = −m g_x = 19.62 N.
+    q = jnp.zeros(1)
+    np.testing.assert_allclose(system.mass_matrix(q), [[2.0]], atol=_TOLERANCE)
+    np.testing.assert_allclose(system.gravity_force(q), [19.62], atol=_TOLERANCE)
+
+    law = model.friction
+    assert law.effect == "sliding"
+    (load,) = law.loads
+    assert isinstance(load, jf.TranslationalLoad)
+    assert load.overlap_delta == "increase" and load.inputs == "1011"
+    # 3 cm, 8 cm, 0.002 kN.
+    np.testing.assert_allclose(load.reaction_arm, 0.03, atol=_TOLERANCE)
+    np.testing.assert_allclose(load.initial_overlap, 0.08, atol=_TOLERANCE)
+    np.testing.assert_allclose(load.force_preload, 2.0, atol=_TOLERANCE)
+    # The transient Simulate: 500 ms; the static one is not the end time.
+    assert abs(model.t1 - 0.5) < _TOLERANCE and model.num_steps == 50
+
+
+# Two links in the x-y plane about global z, the elbow joint listed first;
+# two friction elements with different coefficients and effects.
+_DOUBLE = """<MultiBodySystem>
+ <Model>
+  <Reference_Marker id="110" body_id="1"/>
+  <Reference_Marker id="111" body_id="2"/>
+  <Reference_Marker id="21" body_id="2" pos_x="0.3"/>
+  <Reference_Marker id="120" body_id="2" pos_x="0.6"/>
+  <Reference_Marker id="121" body_id="3" pos_x="0.6"/>
+  <Reference_Marker id="31" body_id="3" pos_x="0.8"/>
+  <Body_Rigid id="1" isground="TRUE"/>
+  <Body_Rigid id="2" cg_id="21" mass="1." inertia_zz="0.01" inertia_xx="0.01"
+     inertia_yy="0.01"/>
+  <Body_Rigid id="3" cg_id="31" mass="0.5" inertia_zz="0.002" inertia_xx="0.002"
+     inertia_yy="0.002"/>
+  <Constraint_Joint id="12" type="REVOLUTE" i_marker_id="121" j_marker_id="120"/>
+  <Constraint_Joint id="11" type="REVOLUTE" i_marker_id="111" j_marker_id="110"/>
+  <Force_Gravity grav_y="-9.81"/>
+  <Force_JointFriction id="7" joint_id="12" mu_static="0.4" mu_dynamic="0.2"
+     effect="stiction"/>
+  <Force_JointFriction id="3" joint_id="11" mu_static="0.3" mu_dynamic="0.3"/>
+ </Model>
+</MultiBodySystem>
+"""
+
+
+def test_chain_order_and_per_element_friction():
+    model = _load_quietly(_DOUBLE)
+    system = model.system
+    # Walked from ground: the shoulder (11) first, then the elbow (12).
+    assert model.joint_ids == (11, 12)
+    assert system.model.parents == (-1, 0)
+    # The elbow's J marker is 0.6 m along the upper link's x axis.
+    np.testing.assert_allclose(
+        system.model.origin_translation, [[0, 0, 0], [0.6, 0, 0]], atol=_TOLERANCE
+    )
+    # Gravity -y, links along +x: g1 = (1·0.3 + 0.5·0.8)·9.81, g2 = 0.5·0.2·9.81.
+    np.testing.assert_allclose(
+        system.gravity_force(jnp.zeros(2)), [6.867, 0.981], atol=_TOLERANCE
+    )
+    # Friction elements in file order (7 on the elbow, 3 on the shoulder);
+    # element 7's "stiction" makes its kinetic coefficient its static one.
+    assert model.friction_ids == (7, 3)
+    assert system.friction_joints == (1, 0)
+    law = model.friction
+    assert law.effect == "all"
+    np.testing.assert_allclose(law.mu_static, [0.4, 0.3], atol=_TOLERANCE)
+    np.testing.assert_allclose(law.mu_dynamic, [0.4, 0.3], atol=_TOLERANCE)
+    # MotionSolve's defaults: one length unit (METER) for the arms and radius.
+    for load in law.loads:
+        np.testing.assert_allclose(load.pin_radius, 1.0, atol=_TOLERANCE)
+        np.testing.assert_allclose(load.friction_arm, 1.0, atol=_TOLERANCE)
+    assert model.t1 is None and model.num_steps is None
+
+
+def test_inertia_given_about_another_marker():
+    # The IM marker sits 0.2 m from the centre of mass along global x, its
+    # axes x, y, z along global y, z, x: about the IM origin the inertia is
+    # diag(0.3, 0.5, 0.5) kg·m² in global axes. Moved to the centre of mass by
+    # the parallel-axis theorem: the moment about x is unchanged (the offset
+    # is along x), those about y and z lose m·0.2² = 2·0.04: 0.42 kg·m².
+    text = """<MultiBodySystem><Model>
+      <Reference_Marker id="1" body_id="1"/>
+      <Reference_Marker id="2" body_id="2"/>
+      <Reference_Marker id="3" body_id="2" pos_y="0.5"/>
+      <Reference_Marker id="4" body_id="2" pos_x="0.2" pos_y="0.5" a00="0."
+         a10="1." a20="0." a02="1." a12="0." a22="0."/>
+      <Body_Rigid id="1" isground="TRUE"/>
+      <Body_Rigid id="2" cg_id="3" im_id="4" mass="2." inertia_xx="0.5"
+         inertia_yy="0.5" inertia_zz="0.3"/>
+      <Constraint_Joint id="9" type="REVOLUTE" i_marker_id="2" j_marker_id="1"/>
+    </Model></MultiBodySystem>"""
+    system = _load_quietly(text).system
+    com = system.model.first_moment[0] / system.model.mass[0]
+    np.testing.assert_allclose(com, [0, 0.5, 0], atol=_TOLERANCE)
+    about_com = system.model.inertia[0] - 2.0 * (
+        com @ com * np.eye(3) - np.outer(com, com)
+    )
+    np.testing.assert_allclose(about_com, np.diag([0.3, 0.42, 0.42]), atol=_TOLERANCE)
+    # About the joint's z axis: 0.42 + 2·0.5² kg·m².
+    np.testing.assert_allclose(
+        system.mass_matrix(jnp.zeros(1)), [[0.92]], atol=_TOLERANCE
+    )
+
+
+def test_unknown_elements_and_attributes_warn_once():
+    text = _PENDULUM_METER.replace(
+        "<Force_Gravity",
+        '<Force_Vector id="4"/><Body_Point id="6"/>\n  <Force_Gravity',
+    ).replace('<Body_Rigid id="30102"', '<Body_Rigid id="30102" v_ic_x="1."')
+    with pytest.warns(UserWarning) as record:
+        model = load_motionsolve_string(text)
+    assert len(record) == 1
+    message = str(record[0].message)
+    for name in ("<Force_Vector>", "<Body_Point>", "Body_Rigid.v_ic_x"):
+        assert name in message
+    assert model.system.n_dof == 1  # the model itself is still read
+
+
+def _error(text: str) -> str:
+    with pytest.raises(ValueError) as info:
+        load_motionsolve_string(text)
+    return str(info.value)
+
+
+def test_missing_mu_static_is_named():
+    message = _error(_PENDULUM_METER.replace('mu_static="0.5" ', ""))
+    assert "Force_JointFriction id=1" in message and "'mu_static'" in message
+
+
+def test_bad_marker_reference_is_named():
+    message = _error(
+        _PENDULUM_METER.replace('j_marker_id="30101020"', 'j_marker_id="99"')
+    )
+    assert "Constraint_Joint id=301001" in message
+    assert "'j_marker_id'" in message and "99" in message
+
+
+def test_unsupported_joint_type_is_named():
+    message = _error(_PENDULUM_METER.replace('"REVOLUTE"', '"SPHERICAL"'))
+    assert "Constraint_Joint id=301001" in message
+    assert "SPHERICAL" in message and "not supported yet" in message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        # A body without mass, and a mass that is not a number.
+        ('mass="1." ', "", ("Body_Rigid id=30102", "'mass'")),
+        ('mass="1."', 'mass="heavy"', ("Body_Rigid id=30102", "'mass'", "heavy")),
+        # Positions relative to another marker are refused by name.
+        ('pos_x="-0.1"', 'pos_x="-0.1" rm_id="30101020"', ("30102030", "'rm_id'")),
+        ('length_unit="METER"', 'length_unit="FURLONG"', ("'length_unit'", "FURLONG")),
+        # The I marker off the J marker's origin: the joint is not assembled.
+        (
+            '<Reference_Marker id="30102020" body_id="30102"',
+            '<Reference_Marker id="30102020" body_id="30102" pos_z="0.01"',
+            ("Constraint_Joint id=301001", "REVOLUTE"),
+        ),
+        # Friction on a FIXED joint.
+        ('type="REVOLUTE"', 'type="FIXED"', ("Force_JointFriction id=1", "FIXED")),
+    ],
+)
+def test_malformed_models_are_named(old, new, expected):
+    text = _PENDULUM_METER.replace(old, new)
+    assert text != _PENDULUM_METER
+    message = _error(text)
+    for part in expected:
+        assert part in message
+
+
+def test_loops_and_floating_bodies_are_named():
+    # A third joint, from ground to the lower link, closes the loop 11-12-13.
+    loop = _DOUBLE.replace(
+        "<Force_Gravity",
+        '<Constraint_Joint id="13" type="REVOLUTE" i_marker_id="31" '
+        'j_marker_id="110"/>\n  <Force_Gravity',
+    )
+    assert "[11, 12, 13]" in _error(loop)
+    # Without the shoulder joint the two links float.
+    floating = _DOUBLE.replace(
+        '<Constraint_Joint id="11" type="REVOLUTE" i_marker_id="111" '
+        'j_marker_id="110"/>',
+        "",
+    )
+    assert "[2, 3]" in _error(floating)
