@@ -13,6 +13,7 @@ from .friction import (
     CoulombViscous as CoulombViscous,
     Dahl as Dahl,
     JointFriction as JointFriction,
+    JointLuGre as JointLuGre,
     Karnopp as Karnopp,
     Kikuuwe as Kikuuwe,
     LuGre as LuGre,

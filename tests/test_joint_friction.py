@@ -238,3 +238,50 @@ def test_load_model_must_match_the_joint_and_the_system_must_have_joints():
     oscillator = jf.systems.Oscillator(mass=1.0, stiffness=1.0)
     with pytest.raises(NotImplementedError, match="Oscillator has no joint reactions"):
         jf.simulate(oscillator, law, q0=1.0, qd0=0.0, t1=0.1)
+
+
+def test_lugre_with_reaction_loads_against_scipy():
+    # MotionSolve's LuGre per contribution (Comment 3 with the normal forces of
+    # Comment 9): the reference integrates θ, θ̇ and the four bristle states with
+    # Radau, the friction torque's dependence on θ̈ (through N_xy) solved by
+    # brentq at every right-hand side.
+    s0, s1, s2, vs, mu_s, mu_d, rate = 2e4, 30.0, 0.01, 0.002, 0.5, 0.3, 0.5
+    law = jf.JointLuGre(
+        mu_s, mu_d, (_load(),), bristle_stiffness=s0, damping_effects=s1,
+        viscous_effects=s2, stiction_trans_vel=vs,
+    )  # fmt: skip
+    ts = TS[::4]
+    sol = jf.simulate(
+        _rotor(), law, jnp.zeros(1), jnp.zeros(1), T1, ts=ts,
+        force=_Ramp(jnp.asarray(rate)), rtol=1e-10, atol=1e-12,
+    )  # fmt: skip
+    assert sol.friction_state.shape == (len(ts), 4)
+    arms = np.array([RP, RN, RP, RP])
+    inertia = INERTIA + M * L * L
+
+    def rhs(t, y):
+        w, z = y[1], y[2:]
+        v = arms * w
+        zdot = v - s0 * np.abs(v) * z / (
+            mu_d + (mu_s - mu_d) * np.exp(-((v / vs) ** 2))
+        )
+
+        def residual(a):
+            normal = [
+                M * L * np.hypot(w * w, a),
+                M * G,
+                M * G * L / RB,
+                T_PRE / (mu_s * RP),
+            ]
+            torque = np.sum(arms * (np.array(normal) * (s0 * z + s1 * zdot) + s2 * v))
+            return inertia * a - (rate * t - torque)
+
+        return np.r_[w, brentq(residual, -1e4, 1e4, xtol=1e-15, rtol=1e-15), zdot]
+
+    ref = solve_ivp(rhs, (0.0, T1), np.zeros(6), method="Radau", rtol=1e-11,
+                    atol=1e-14, t_eval=ts)  # fmt: skip
+    # Measured 4.6e-8 rad and 7.1e-8 rad/s at these tolerances.
+    np.testing.assert_allclose(sol.q[:, 0], ref.y[0], atol=1e-6)
+    np.testing.assert_allclose(sol.qd[:, 0], ref.y[1], atol=1e-6)
+    # Presliding: the LuGre joint creeps below the Coulomb breakaway (1.05 s).
+    assert 1e-4 < float(sol.q[4, 0]) < 1e-2

@@ -14,6 +14,7 @@ from ._coulomb import (
 from ._joint import (
     AbstractJointLoad as AbstractJointLoad,
     JointFriction as JointFriction,
+    JointLuGre as JointLuGre,
     RevoluteLoad as RevoluteLoad,
     TranslationalLoad as TranslationalLoad,
 )

@@ -25,8 +25,9 @@ from .._check import (
     raise_if_invalid,
 )
 from .._types import Float, SlipVector
-from ..simulate import SWITCH_PATH, AbstractFrictionLaw, AbstractPath
+from ..simulate import DYNAMIC_PATH, SWITCH_PATH, AbstractFrictionLaw, AbstractPath
 from ..systems import JointReactions
+from ._base import AbstractDynamicLaw
 from ._coulomb import Coulomb
 
 _EFFECTS = ("all", "stiction", "sliding")
@@ -64,11 +65,12 @@ class AbstractJointLoad(eqx.Module):
     contribution_names: eqx.AbstractClassVar[tuple[str, str, str, str]]
 
     @abc.abstractmethod
-    def contributions(
+    def normal_loads(
         self, wrench: Float[Array, "6"], position: Float[Array, ""], mu_static
-    ) -> Float[Array, "4"]:
-        """The four contributions ``c_k`` (N·m for a revolute joint, N for a
-        prismatic one) per unit friction coefficient, each ``>= 0``.
+    ) -> tuple[Float[Array, "4"], Float[Array, "4"]]:
+        """The four contact normal forces (N, each ``>= 0``) and the arm of
+        each (m for a revolute joint: its friction force times the arm is a
+        torque; 1 for a prismatic one), MotionSolve Comments 9–10.
 
         Args:
             wrench: the joint's reaction, moment (N·m) then force (N), in its
@@ -77,6 +79,15 @@ class AbstractJointLoad(eqx.Module):
             mu_static: the static coefficient (the preload is converted to an
                 equivalent normal force with it, MotionSolve Comment 9).
         """
+
+    def contributions(
+        self, wrench: Float[Array, "6"], position: Float[Array, ""], mu_static
+    ) -> Float[Array, "4"]:
+        """The four contributions ``c_k = arm_k·N_k`` (N·m for a revolute
+        joint, N for a prismatic one) per unit friction coefficient: Coulomb
+        friction at coefficient ``μ`` is ``μ·Σ c_k``."""
+        normal, arms = self.normal_loads(wrench, position, mu_static)
+        return normal * arms
 
 
 class RevoluteLoad(AbstractJointLoad):
@@ -136,21 +147,20 @@ class RevoluteLoad(AbstractJointLoad):
             InRange("torque_preload", self.torque_preload, lower=0.0),
         )
 
-    def contributions(self, wrench, position, mu_static):
+    def normal_loads(self, wrench, position, mu_static):
         del position
         preload, reaction, bending, _ = _input_bits(self.inputs)
         moment, force = wrench[:3], wrench[3:]
-        pin = self.pin_radius * _safe_norm(force[0], force[1])
-        caps = self.friction_arm * jnp.abs(force[2])
-        couple = _safe_norm(moment[0], moment[1]) / self.bending_reaction_arm
-        return jnp.stack(
+        normal = jnp.stack(
             [
-                pin * reaction,
-                caps * reaction,
-                self.pin_radius * couple * bending,
-                self.torque_preload / mu_static * preload,
+                _safe_norm(force[0], force[1]) * reaction,  # on the pin
+                jnp.abs(force[2]) * reaction,  # on the end caps
+                _safe_norm(moment[0], moment[1]) / self.bending_reaction_arm * bending,
+                self.torque_preload / (mu_static * self.pin_radius) * preload,
             ]
         )
+        rp = self.pin_radius
+        return normal, jnp.stack([rp, self.friction_arm, rp, rp])
 
 
 _OVERLAP = {"constant": 0.0, "increase": 1.0, "decrease": -1.0}
@@ -214,13 +224,13 @@ class TranslationalLoad(AbstractJointLoad):
             InRange("force_preload", self.force_preload, lower=0.0),
         )
 
-    def contributions(self, wrench, position, mu_static):
+    def normal_loads(self, wrench, position, mu_static):
         preload, reaction, bending, torsion = _input_bits(self.inputs)
         moment, force = wrench[:3], wrench[3:]
         overlap = self.initial_overlap + _OVERLAP[self.overlap_delta] * position
         # No overlap left: no couple can be carried (NaN, reported by simulate).
         overlap = jnp.where(overlap > 0, overlap, jnp.nan)
-        return jnp.stack(
+        normal = jnp.stack(
             [
                 _safe_norm(force[0], force[1]) * reaction,
                 jnp.abs(moment[2]) / (2 * self.reaction_arm) * torsion,
@@ -228,6 +238,47 @@ class TranslationalLoad(AbstractJointLoad):
                 self.force_preload / mu_static * preload,
             ]
         )
+        return normal, jnp.ones_like(normal)
+
+
+def _check_loads(law, loads, max_iterations) -> None:
+    """Construction checks shared by `JointFriction` and `JointLuGre`."""
+    check_fields_broadcast(law, ("mu_static", "mu_dynamic"))
+    if not (isinstance(max_iterations, int) and max_iterations >= 1):
+        raise ValueError(
+            f"`max_iterations` must be an int >= 1; got {max_iterations!r}."
+        )
+    if not (
+        isinstance(loads, tuple)
+        and loads
+        and all(isinstance(load, AbstractJointLoad) for load in loads)
+    ):
+        raise ValueError(
+            "`loads` must be a non-empty tuple of joint load models "
+            f"(RevoluteLoad, TranslationalLoad), one per element; got {loads!r}."
+        )
+    for name in ("mu_static", "mu_dynamic"):
+        size = jnp.size(getattr(law, name))
+        if size not in (1, len(loads)):
+            raise ValueError(
+                f"`{name}` must be a scalar or have one entry per element of "
+                f"`loads` ({len(loads)}); got {size} entries."
+            )
+
+
+def _check_kinds(loads, reactions: JointReactions) -> None:
+    """One load model per friction element, each of its joint's type."""
+    if len(reactions.kinds) != len(loads):
+        raise ValueError(
+            f"{len(loads)} load models but the system has {len(reactions.kinds)} "
+            "friction elements: give one load model per element."
+        )
+    for k, (kind, load) in enumerate(zip(reactions.kinds, loads, strict=True)):
+        if kind != load.kind:
+            raise ValueError(
+                f"`loads[{k}]` is a {type(load).__name__} ({load.kind} joint) "
+                f"but friction element {k} sits on a {kind} joint."
+            )
 
 
 class JointFriction(AbstractFrictionLaw):
@@ -273,32 +324,11 @@ class JointFriction(AbstractFrictionLaw):
     load_dependent: ClassVar[bool] = True
 
     def __check_init__(self):
-        check_fields_broadcast(self, ("mu_static", "mu_dynamic"))
         if self.effect not in _EFFECTS:
             raise ValueError(
                 f"`effect` must be one of {_EFFECTS}; got {self.effect!r}."
             )
-        if not (isinstance(self.max_iterations, int) and self.max_iterations >= 1):
-            raise ValueError(
-                f"`max_iterations` must be an int >= 1; got {self.max_iterations!r}."
-            )
-        loads = self.loads
-        if not (
-            isinstance(loads, tuple)
-            and loads
-            and all(isinstance(load, AbstractJointLoad) for load in loads)
-        ):
-            raise ValueError(
-                "`loads` must be a non-empty tuple of joint load models "
-                f"(RevoluteLoad, TranslationalLoad), one per element; got {loads!r}."
-            )
-        for name in ("mu_static", "mu_dynamic"):
-            size = jnp.size(getattr(self, name))
-            if size not in (1, len(loads)):
-                raise ValueError(
-                    f"`{name}` must be a scalar or have one entry per element of "
-                    f"`loads` ({len(loads)}); got {size} entries."
-                )
+        _check_loads(self, self.loads, self.max_iterations)
 
     def parameter_checks(self):
         own = (
@@ -328,18 +358,7 @@ class JointFriction(AbstractFrictionLaw):
         reaction loads (`jaxfric.systems.AbstractSystem.joint_reactions`;
         `AbstractJointLoad.contributions`), N·m or N per unit coefficient:
         ``μ·c`` is each one's share of the friction torque or force."""
-        if len(reactions.kinds) != len(self.loads):
-            raise ValueError(
-                f"JointFriction has {len(self.loads)} load models but the system "
-                f"has {len(reactions.kinds)} friction elements: give one load "
-                "model per element."
-            )
-        for k, (kind, load) in enumerate(zip(reactions.kinds, self.loads, strict=True)):
-            if kind != load.kind:
-                raise ValueError(
-                    f"`loads[{k}]` is a {type(load).__name__} ({load.kind} joint) "
-                    f"but friction element {k} sits on a {kind} joint."
-                )
+        _check_kinds(self.loads, reactions)
         mu_s, _ = self.coefficients()
         return jnp.stack(
             [
@@ -356,4 +375,148 @@ class JointFriction(AbstractFrictionLaw):
         return Coulomb(fc=mu_d * load, fs=mu_s * load)
 
 
-__all__ = ["AbstractJointLoad", "JointFriction", "RevoluteLoad", "TranslationalLoad"]
+def _abs(v):
+    # |v| with derivative 0 at v = 0 (as in `LuGre`): a start from rest does not
+    # bias gradients towards one direction.
+    return v * jnp.sign(v)
+
+
+class _LuGreAtLoads(AbstractDynamicLaw):
+    """`JointLuGre` at fixed contact normal forces (`JointLuGre.at_reactions`)."""
+
+    normal: Float[Array, "m 4"]
+    arms: Float[Array, "m 4"]
+    mu_static: Float[Array, " m"]
+    mu_dynamic: Float[Array, " m"]
+    sigma0: Float[Array, ""]
+    sigma1: Float[Array, ""]
+    sigma2: Float[Array, ""]
+    vs: Float[Array, ""]
+
+    def init_state(self, slip_velocity):
+        return jnp.zeros(4 * jnp.shape(slip_velocity)[0])
+
+    def state_derivative(self, state, slip_velocity):
+        return _bristle_rate(self, state, slip_velocity).reshape(-1)
+
+    def force(self, state, slip_velocity):
+        z = jnp.reshape(state, self.arms.shape)
+        v = self.arms * jnp.asarray(slip_velocity)[:, None]
+        zdot = _bristle_rate(self, state, slip_velocity)
+        contact = self.normal * (self.sigma0 * z + self.sigma1 * zdot) + self.sigma2 * v
+        return jnp.sum(self.arms * contact, axis=1)
+
+
+def _bristle_rate(law, state, slip_velocity):
+    """``ż_k = v_k − σ0·|v_k|·z_k / g(v_k)``, ``g(v) = μ_d + (μ_s − μ_d)·
+    exp(−(v/v_s)²)`` (MotionSolve Comment 3), per element and contribution,
+    with ``v_k = arm_k·s`` the slip velocity at the contact."""
+    z = jnp.reshape(state, law.arms.shape)
+    v = law.arms * jnp.asarray(slip_velocity)[:, None]
+    hump = (law.mu_static - law.mu_dynamic)[:, None]
+    g = law.mu_dynamic[:, None] + hump * jnp.exp(-((v / law.vs) ** 2))
+    return v - law.sigma0 * _abs(v) * z / g
+
+
+class JointLuGre(AbstractFrictionLaw):
+    """MotionSolve's LuGre joint friction with the joints' reaction loads
+    (Altair MotionSolve Reference Guide, Force_JointFriction, Comments 3 and
+    9–10; Canudas de Wit et al. 1995).
+
+    Each of the four contributions ``k`` of element ``e`` (`RevoluteLoad`,
+    `TranslationalLoad`: normal force ``N_k`` at arm ``r_k``) slides at
+    ``v_k = r_k·s`` and has its own bristle state ``z_k``:
+
+        ``ż_k = v_k − σ0·|v_k|·z_k / g(v_k)``,
+        ``g(v) = μ_d + (μ_s − μ_d)·exp(−(v/v_s)²)``,
+        ``F_k = N_k·(σ0 z_k + σ1 ż_k) + σ2·v_k``,
+
+    and the joint's friction torque (or force) is ``Σ_k r_k·F_k``. The normal
+    forces come from the reactions, which depend on the accelerations and so
+    on this friction: the dynamic-law path solves that coupling at every
+    evaluation (the same fixed point as `JointFriction`). The state is
+    ``(m·4,)``, element-major; it starts relaxed (``z = 0``).
+
+    Needs a system with `joint_reactions` (`jaxfric.systems.RigidBodyTree`).
+
+    Args:
+        mu_static: ``μ_s``, ``> 0``, scalar or one per element.
+        mu_dynamic: ``μ_d``, ``> 0`` and ``<= mu_static``.
+        loads: one load model per friction element.
+        bristle_stiffness: ``σ0``, 1/m, ``> 0`` (MotionSolve's default 100
+            per length unit: 1e5 /m for a model in mm).
+        damping_effects: ``σ1``, s/m, ``>= 0``.
+        viscous_effects: ``σ2``, N·s/m, ``>= 0``.
+        stiction_trans_vel: ``v_s``, m/s, ``> 0``.
+        max_iterations: the most fixed-point iterations of the load coupling
+            per evaluation (default 50).
+    """
+
+    mu_static: Float[Array, "..."] = eqx.field(converter=as_float)
+    mu_dynamic: Float[Array, "..."] = eqx.field(converter=as_float)
+    loads: tuple[AbstractJointLoad, ...]
+    bristle_stiffness: Float[Array, ""] = eqx.field(converter=as_float)
+    damping_effects: Float[Array, ""] = eqx.field(converter=as_float)
+    viscous_effects: Float[Array, ""] = eqx.field(converter=as_float)
+    stiction_trans_vel: Float[Array, ""] = eqx.field(converter=as_float)
+    max_iterations: int = eqx.field(static=True, default=50)
+
+    simulation_path: ClassVar[AbstractPath] = DYNAMIC_PATH
+    load_dependent: ClassVar[bool] = True
+
+    def __check_init__(self):
+        _check_loads(self, self.loads, self.max_iterations)
+
+    def parameter_checks(self):
+        return (
+            InRange("mu_static", self.mu_static, lower=0.0, lower_open=True),
+            InRange("mu_dynamic", self.mu_dynamic, lower=0.0, lower_open=True),
+            AtLeast("mu_static", self.mu_static, "mu_dynamic", self.mu_dynamic),
+            InRange(
+                "bristle_stiffness", self.bristle_stiffness, lower=0.0, lower_open=True
+            ),
+            InRange("damping_effects", self.damping_effects, lower=0.0),
+            InRange("viscous_effects", self.viscous_effects, lower=0.0),
+            InRange(
+                "stiction_trans_vel",
+                self.stiction_trans_vel,
+                lower=0.0,
+                lower_open=True,
+            ),
+        ) + tuple(c for load in self.loads for c in load.parameter_checks())
+
+    def ordered_levels(self):
+        return (("mu_static", "mu_dynamic"),)
+
+    def init_state(self, slip_velocity) -> Float[Array, " m4"]:
+        """Relaxed bristles, ``z = 0``, four per element."""
+        return jnp.zeros(4 * len(self.loads))
+
+    def at_reactions(self, reactions: JointReactions) -> _LuGreAtLoads:
+        """The law at the contact normal forces of these reactions."""
+        _check_kinds(self.loads, reactions)
+        m = len(self.loads)
+        mu_s = jnp.broadcast_to(self.mu_static, (m,))
+        pairs = [
+            load.normal_loads(reactions.wrench[k], reactions.position[k], mu_s[k])
+            for k, load in enumerate(self.loads)
+        ]
+        return _LuGreAtLoads(
+            normal=jnp.stack([n for n, _ in pairs]),
+            arms=jnp.stack([a for _, a in pairs]),
+            mu_static=mu_s,
+            mu_dynamic=jnp.broadcast_to(self.mu_dynamic, (m,)),
+            sigma0=self.bristle_stiffness,
+            sigma1=self.damping_effects,
+            sigma2=self.viscous_effects,
+            vs=self.stiction_trans_vel,
+        )
+
+
+__all__ = [
+    "AbstractJointLoad",
+    "JointFriction",
+    "JointLuGre",
+    "RevoluteLoad",
+    "TranslationalLoad",
+]

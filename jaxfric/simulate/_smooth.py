@@ -26,6 +26,7 @@ from ._common import (
     step_controller,
 )
 from ._law import AbstractFrictionLaw
+from ._loads import solve_load_coupling
 from ._options import SimulateOptions
 from ._path import (
     AbstractPath,
@@ -36,6 +37,7 @@ from ._path import (
     solve_stats,
 )
 from ._solution import Solution
+from ._stick import free_acceleration
 
 # Defaults. Smooth laws: the tolerance must sit far below the regularisation
 # error (order eps) so that the eps study measures the law, not the solver.
@@ -99,34 +101,67 @@ class _VectorField(eqx.Module):
         q, qd, z, x = self.layout.split(y)
         applied, xdot = applied_force(self.force, t, q, qd, x)
         slip = self.system.slip_velocity(q, qd)
-        friction, zdot = self.friction_fn(t, slip, z)
+        friction, zdot = self.friction_fn(t, q, qd, applied, slip, z)
         qdd = self.system.acceleration(q, qd, applied, friction)
         return self.layout.join(qd, qdd, zdot, xdot)
 
 
 class _SmoothFriction(eqx.Module):
-    """``friction_fn`` of a memoryless law: ``(t, s, z) -> (φ(s), ż = [])``."""
+    """``friction_fn`` of a memoryless law: ``(t, q, q̇, τ, s, z) -> (φ(s),
+    ż = [])``."""
 
     law: AbstractFrictionLaw
 
-    def __call__(self, t, slip_velocity: SlipVector, state: Float[Array, " z"]):
+    def __call__(self, t, q, qd, applied, slip_velocity: SlipVector, state):
         return self.law.force(slip_velocity), state
 
 
 class _DynamicFriction(eqx.Module):
-    """``friction_fn`` of a dynamic law: ``(t, s, z) -> (f(z, s), ż(z, s))``."""
+    """``friction_fn`` of a dynamic law: ``(t, q, q̇, τ, s, z) -> (f(z, s),
+    ż(z, s))``."""
 
     law: AbstractFrictionLaw
 
-    def __call__(self, t, slip_velocity: SlipVector, state: SlipVector):
+    def __call__(self, t, q, qd, applied, slip_velocity: SlipVector, state):
         return (
             self.law.force(state, slip_velocity),
             self.law.state_derivative(state, slip_velocity),
         )
 
 
+class _LoadedDynamicFriction(eqx.Module):
+    """``friction_fn`` of a dynamic law whose force depends on the joints'
+    reaction loads (`jaxfric.friction.JointLuGre`): the force is the fixed
+    point of force → accelerations → reactions → force at this state
+    (`solve_load_coupling`); non-finite where that does not converge."""
+
+    law: AbstractFrictionLaw
+    system: AbstractSystem
+
+    def __call__(self, t, q, qd, applied, slip_velocity: SlipVector, state):
+        acc_net, minv_jt, _ = free_acceleration(
+            self.system, q, qd, applied - self.system.bias_force(q, qd)
+        )
+        _, law_at, converged = solve_load_coupling(
+            self.system,
+            self.law,
+            q,
+            qd,
+            applied,
+            acc_net,
+            minv_jt,
+            lambda law_at: law_at.force(state, slip_velocity),
+        )
+        friction = law_at.force(state, slip_velocity)
+        return (
+            jnp.where(converged, friction, jnp.nan),
+            law_at.state_derivative(state, slip_velocity),
+        )
+
+
 def _saved_outputs(
     system: AbstractSystem,
+    force: AbstractForce | None,
     friction_fn: Callable,
     layout: StateLayout,
     ts: Float[Array, " t"],
@@ -138,7 +173,8 @@ def _saved_outputs(
     def one(t, y):
         q, qd, z, x = layout.split(y)
         slip = system.slip_velocity(q, qd)
-        friction, _ = friction_fn(t, slip, z)
+        applied, _ = applied_force(force, t, q, qd, x)
+        friction, _ = friction_fn(t, q, qd, applied, slip, z)
         return q, qd, friction, slip, z, x
 
     q, qd, friction, slip, z, x = jax.vmap(one)(ts, ys)
@@ -179,7 +215,7 @@ def _solve(
         throw=False,  # failures become `Solution.result`; `simulate` applies throw
     )
     ys, at_stop = sol.ys
-    fields = _saved_outputs(system, friction_fn, layout, ts, ys)
+    fields = _saved_outputs(system, force, friction_fn, layout, ts, ys)
     result = classify(sol.result)
     q_stop = layout.split(at_stop[-1])[0]
     result = name_configuration_failure(system, result, q_stop)
@@ -257,13 +293,15 @@ class DynamicPath(AbstractPath):
         )
 
     def run(self, system, law, force, q0, qd0, t0, t1, ts, options):
-        if options.friction_state0 is None:
-            slip0 = system.slip_velocity(q0, qd0)
-            z0 = jnp.asarray(law.init_state(slip0), dtype=q0.dtype)
+        slip0 = system.slip_velocity(q0, qd0)
+        z0 = jnp.asarray(law.init_state(slip0), dtype=q0.dtype)
+        if options.friction_state0 is not None:
+            size = z0.shape[0]
+            z0 = state_vector("friction_state0", options.friction_state0, size)
+        if law.load_dependent:
+            friction_fn = _LoadedDynamicFriction(law, system)
         else:
-            m = system.n_friction
-            z0 = state_vector("friction_state0", options.friction_state0, m)
-        friction_fn = _DynamicFriction(law)
+            friction_fn = _DynamicFriction(law)
         return _solve(system, friction_fn, force, q0, qd0, z0, t0, t1, ts, options)
 
 

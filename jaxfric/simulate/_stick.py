@@ -12,12 +12,12 @@ from typing import NamedTuple
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
-import optimistix as optx
 
 from .._types import Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
 from ._law import AbstractFrictionLaw
 from ._lcp import box_lcp
+from ._loads import solve_load_coupling
 
 STICK = 0
 # The mode choice's box LCP: projected Gauss–Seidel to this relative natural
@@ -350,14 +350,13 @@ def friction_at_modes(
     A `load_dependent` law (reaction-load joint friction) has levels that
     depend on the accelerations, which depend on the friction: the friction
     is the fixed point of friction → accelerations → reactions → levels →
-    friction (`optimistix.fixed_point`, from zero friction, to a change of
-    ``max(1e-12, 1000·eps)`` of the largest force in at most
-    ``law.max_iterations`` iterations; otherwise the result is non-finite,
-    which the paths report), differentiated by the implicit function theorem.
+    friction (`solve_load_coupling`), differentiated implicitly; where the
+    iteration does not converge the result is non-finite, which the paths
+    report.
 
     Returns:
         ``(f, q̈, law_at)``: the friction of every element, the accelerations
-        and the law at this state (`AbstractFrictionLaw.at_state`: its static
+        and the law at this state (`AbstractFrictionLaw.at_reactions`: its static
         limits give the stick margins).
     """
     if dynamics is None:
@@ -378,33 +377,16 @@ def friction_at_modes(
     if not law.load_dependent:
         friction, acc = solve(law)
         return friction, acc, law
-    applied = net + dynamics.bias
-
-    def reactions(friction):
-        acc = parts.acc_net - parts.minv_jt @ friction
-        return system.joint_reactions(q, qd, acc, applied, friction)
-
-    # The reactions are affine in the friction (Newton–Euler is linear in q̈,
-    # a closed chain's loop forces in q̈, τ and f): one evaluation and one
-    # Jacobian per state, so that each iteration below is a product.
-    base = reactions(jnp.zeros_like(slip))
-    slope = jax.jacfwd(lambda f: reactions(f).wrench)(jnp.zeros_like(slip))
-
-    def law_at(friction):
-        return law.at_reactions(base._replace(wrench=base.wrench + slope @ friction))
-
-    # Friction → accelerations → reactions → levels → friction, from the
-    # accelerations without friction; the derivative is the implicit one.
-    tol = max(1e-12, 1e3 * float(jnp.finfo(slip.dtype).eps))
-    fixed = optx.fixed_point(
-        lambda friction, _: solve(law_at(friction))[0],
-        optx.FixedPointIteration(rtol=tol, atol=1e-30),
-        jnp.zeros_like(slip),
-        max_steps=law.max_iterations,
-        throw=False,
+    _, levels, converged = solve_load_coupling(
+        system,
+        law,
+        q,
+        qd,
+        net + dynamics.bias,
+        parts.acc_net,
+        parts.minv_jt,
+        lambda law_at: solve(law_at)[0],
     )
-    converged = fixed.result == optx.RESULTS.successful
-    levels = law_at(fixed.value)
     friction, acc = solve(levels)
     return (
         jnp.where(converged, friction, jnp.nan),

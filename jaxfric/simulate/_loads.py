@@ -1,0 +1,71 @@
+"""Friction whose levels depend on the joints' reaction loads: the coupling
+friction → accelerations → reactions → levels → friction, solved exactly at
+one state (shared by the switch path and the dynamic-law path)."""
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import optimistix as optx
+
+from .._types import SlipVector, Vector
+from ..systems import AbstractSystem
+from ._law import AbstractFrictionLaw
+
+
+def solve_load_coupling(
+    system: AbstractSystem,
+    law: AbstractFrictionLaw,
+    q: Vector,
+    qd: Vector,
+    applied: Vector,
+    acc_net: Vector,
+    minv_jt: jax.Array,
+    friction_of: Callable[[AbstractFrictionLaw], SlipVector],
+) -> tuple[SlipVector, AbstractFrictionLaw, jax.Array]:
+    """The friction ``f`` with ``f = friction_of(law at the reactions of f)``.
+
+    The accelerations are ``q̈ = acc_net − M⁻¹Jᵀ f``, the reactions
+    `AbstractSystem.joint_reactions` at them, the law's levels
+    ``law.at_reactions(reactions)``. The reactions are affine in ``f``
+    (Newton–Euler is linear in ``q̈``; a closed chain's loop forces in ``q̈``,
+    ``τ`` and ``f``), so they are evaluated once with their Jacobian and each
+    iteration is a product. Fixed-point iteration from ``f = 0``
+    (`optimistix.fixed_point`, at most ``law.max_iterations``) to a change of
+    ``max(1e-12, 1000·eps)`` of the largest force; the derivative is the
+    implicit-function one (`optimistix.ImplicitAdjoint`). The iteration
+    contracts by about ``μ·r/ℓ`` (a pin radius over a link length).
+
+    Args:
+        applied: generalised applied forces ``τ``, N or N·m.
+        acc_net: ``M⁻¹(τ − h)``, the accelerations without friction.
+        minv_jt: ``M⁻¹Jᵀ``.
+        friction_of: the friction of every element given the law at the loads
+            (e.g. a stick solve with fixed modes).
+
+    Returns:
+        ``(f, law_at, converged)``: the friction, the law at its reactions and
+        whether the iteration converged.
+    """
+    like = jnp.zeros(minv_jt.shape[1], dtype=acc_net.dtype)
+
+    def reactions(friction):
+        acc = acc_net - minv_jt @ friction
+        return system.joint_reactions(q, qd, acc, applied, friction)
+
+    base = reactions(like)
+    slope = jax.jacfwd(lambda f: reactions(f).wrench)(like)
+
+    def law_at(friction):
+        return law.at_reactions(base._replace(wrench=base.wrench + slope @ friction))
+
+    tol = max(1e-12, 1e3 * float(jnp.finfo(like.dtype).eps))
+    fixed = optx.fixed_point(
+        lambda friction, _: friction_of(law_at(friction)),
+        optx.FixedPointIteration(rtol=tol, atol=1e-30),
+        like,
+        max_steps=law.max_iterations,  # pyright: ignore[reportAttributeAccessIssue]
+        throw=False,
+    )
+    converged = fixed.result == optx.RESULTS.successful
+    return fixed.value, law_at(fixed.value), converged
