@@ -88,6 +88,15 @@ def test_pendulum_file():
     assert lugre["inactive"] == "none"
     assert abs(lugre["stiction_trans_vel"] - 0.01) < _TOLERANCE
     assert abs(lugre["max_stiction_deform"] - 1e-5) < _TOLERANCE
+    # The defaults 100 /mm, 0.316 s/mm, 0.0004 N·s/mm in SI.
+    for name, value in (
+        ("bristle_stiffness", 1e5),
+        ("damping_effects", 316.0),
+        ("viscous_effects", 0.4),
+    ):
+        assert abs(lugre[name] - value) < _TOLERANCE * value, name
+        assert abs(float(getattr(model.lugre_friction, name)) - value) < 1e-9 * value
+    assert model.lugre_friction.loads == model.friction.loads
 
 
 def test_pendulum_friction_levels_at_the_start():
@@ -164,8 +173,10 @@ def test_meter_units_give_the_same_model():
     for name in ("pin_radius", "friction_arm", "bending_reaction_arm"):
         np.testing.assert_allclose(getattr(a, name), getattr(b, name), atol=_TOLERANCE)
     assert (meter.t1, meter.num_steps) == (millimeter.t1, millimeter.num_steps)
+    # The bristle parameters' defaults are in the model's units, so they differ.
+    bristles = ("bristle_stiffness", "damping_effects", "viscous_effects")
     for name, value in meter.lugre[0].items():
-        if isinstance(value, float):
+        if isinstance(value, float) and name not in bristles:
             assert abs(value - millimeter.lugre[0][name]) < _TOLERANCE, name
 
 

@@ -81,7 +81,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..friction import JointFriction, RevoluteLoad, TranslationalLoad
+from ..friction import JointFriction, JointLuGre, RevoluteLoad, TranslationalLoad
 from ..systems.rigid import RigidBodyTree
 
 # Unit factors to SI (Altair MotionSolve Reference Guide, Param_Unit). The
@@ -262,6 +262,11 @@ class MotionSolveModel(NamedTuple):
         friction: the `JointFriction` of the ``Force_JointFriction`` elements,
             one per element in file order (the system's ``friction_joints``);
             `None` without any (and then no friction joints).
+        lugre_friction: the same elements as MotionSolve's LuGre law
+            (`JointLuGre`, Comment 3) with their bristle parameters; `None`
+            without friction elements or when the elements' ``bristle_stiffness``,
+            ``damping_effects``, ``viscous_effects`` or ``stiction_trans_vel``
+            differ (`JointLuGre` takes one value of each).
         t1: the transient ``Simulate`` command's ``end_time``, s; `None`
             without one.
         num_steps: its ``num_step`` (output steps); `None` without one.
@@ -272,13 +277,14 @@ class MotionSolveModel(NamedTuple):
         lugre: per friction element, the attributes of MotionSolve's LuGre
             model, which the exact Coulomb law does not use: ``inactive``
             (``"none"`` or ``"static"``), ``max_stiction_deform`` (m),
-            ``stiction_trans_vel`` (m/s), and ``bristle_stiffness``,
-            ``damping_effects``, ``viscous_effects`` as given (the reference
-            gives them no units), with MotionSolve's defaults where absent.
+            ``stiction_trans_vel`` (m/s), ``bristle_stiffness`` (σ0, 1/m),
+            ``damping_effects`` (σ1, s/m), ``viscous_effects`` (σ2, N·s/m),
+            with MotionSolve's defaults (in the model's units) where absent.
     """
 
     system: RigidBodyTree
     friction: JointFriction | None
+    lugre_friction: JointLuGre | None
     t1: float | None
     num_steps: int | None
     q0: np.ndarray
@@ -668,7 +674,7 @@ def _load(root: ET.Element, label: str) -> MotionSolveModel:
             joint_ids.append(jid)
 
     gravity = _gravity(by_tag["Force_Gravity"], length / time**2)
-    friction, friction_ids, friction_joints, lugre = _friction(
+    friction, lugre_friction, friction_ids, friction_joints, lugre = _friction(
         by_tag["Force_JointFriction"], ends, units, ignored
     )
     t1, num_steps = _simulate(by_tag["Simulate"], time)
@@ -698,6 +704,7 @@ def _load(root: ET.Element, label: str) -> MotionSolveModel:
     return MotionSolveModel(
         system=system,
         friction=friction,
+        lugre_friction=lugre_friction,
         t1=t1,
         num_steps=num_steps,
         q0=np.array(q0, dtype=float),
@@ -765,7 +772,7 @@ def _friction(readers: list[_Reader], ends: dict, units: dict, ignored: list[str
     time = units["time_unit"]
     elements = _unique("Force_JointFriction", readers)
     if not elements:
-        return None, (), (), ()
+        return None, None, (), (), ()
     mu_s, mu_d, effects, loads, joints, lugre = [], [], [], [], [], []
     for r in elements.values():
         jid = r.integer("joint_id")
@@ -846,11 +853,19 @@ def _friction(readers: list[_Reader], ends: dict, units: dict, ignored: list[str
                 )
                 * length
                 / time,
+                # F = N (σ0 z + σ1 ż) + σ2 v (Comment 3): σ0 per length, σ1
+                # time per length, σ2 force·time per length.
                 "bristle_stiffness": r.number(
                     "bristle_stiffness", 100.0, lower=0.0, lower_open=True
-                ),
-                "damping_effects": r.number("damping_effects", 0.316, lower=0.0),
-                "viscous_effects": r.number("viscous_effects", 0.0004, lower=0.0),
+                )
+                / length,
+                "damping_effects": r.number("damping_effects", 0.316, lower=0.0)
+                * time
+                / length,
+                "viscous_effects": r.number("viscous_effects", 0.0004, lower=0.0)
+                * force
+                * time
+                / length,
             }
         )
     effect = effects[0]
@@ -868,7 +883,29 @@ def _friction(readers: list[_Reader], ends: dict, units: dict, ignored: list[str
         loads=tuple(loads),
         effect=effect,
     )
-    return law, tuple(elements), joints, tuple(lugre)
+    shared = {
+        name: lugre[0][name]
+        for name in _LUGRE_SHARED
+        if len({bristles[name] for bristles in lugre}) == 1
+    }
+    lugre_law = None
+    if len(shared) == len(_LUGRE_SHARED):
+        lugre_law = JointLuGre(
+            mu_static=law.mu_static,
+            mu_dynamic=law.mu_dynamic,
+            loads=law.loads,
+            **shared,
+        )
+    return law, lugre_law, tuple(elements), joints, tuple(lugre)
+
+
+# The LuGre parameters `JointLuGre` takes as one value for all elements.
+_LUGRE_SHARED = (
+    "bristle_stiffness",
+    "damping_effects",
+    "viscous_effects",
+    "stiction_trans_vel",
+)
 
 
 def _simulate(readers: list[_Reader], time: float) -> tuple[float | None, int | None]:
