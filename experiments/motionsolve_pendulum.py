@@ -8,6 +8,10 @@ by `jaxfric.io.load_motionsolve` and simulated by the switch path with
 `jaxfric.JointFriction` (Comment 9: pin, end caps, bending couple, preload),
 the friction–reaction coupling solved at every evaluation.
 
+It is also simulated with MotionSolve's LuGre form (`jaxfric.JointLuGre`, one
+bristle state per contribution, the file's bristle parameters or MotionSolve's
+defaults), for comparison.
+
 Checks:
 
 - friction work ``∫ f·θ̇ dt`` equals the mechanical energy lost, relative
@@ -158,6 +162,35 @@ def main():
         )
     )
 
+    # The same pendulum with MotionSolve's LuGre form (Comment 3 per
+    # contribution, the file's bristle parameters or their defaults).
+    lugre = model.lugre_friction
+    tol = settings["lugre"]
+    lugre_sol = jf.simulate(
+        system, lugre, q0, qd0, t1, ts=ts, rtol=tol["rtol"], atol=tol["atol"],
+        throw=False,
+    )  # fmt: skip
+    l_work, l_lost = energy_balance(lugre_sol, system)
+    l_rel = abs(l_work - l_lost) / abs(l_lost)
+    late = np.asarray(lugre_sol.ts) >= t1 - tol["rest_window"]
+    creep = float(np.max(np.abs(np.asarray(lugre_sol.qd[late, 0]))))
+    drift = float(np.ptp(np.asarray(lugre_sol.q[late, 0])))
+    claims.append(
+        claim(
+            lugre_sol.result == jf.RESULTS.successful and l_rel <= exp["energy_rtol"],
+            f"LuGre form: friction work {l_work:.9f} J vs energy lost "
+            f"{l_lost:.9f} J, relative {l_rel:.1e} <= {exp['energy_rtol']:g}; at "
+            f"rest near {float(lugre_sol.q[-1, 0]):.6f} rad (exact law "
+            f"{q[-1]:.6f} rad), over the last {tol['rest_window']:g} s |θ̇| <= "
+            f"{creep:.1e} rad/s, drift {drift:.1e} rad "
+            f"({int(lugre_sol.stats['num_steps'])} steps)",
+            lugre_work=l_work,
+            lugre_energy_lost=l_lost,
+            lugre_creep=creep,
+            lugre_drift=drift,
+        )
+    )
+
     # Quasi-static breakaway from hanging at rest (the file's q = 0 is the
     # horizontal; gravity pulls towards −π/2, a stable equilibrium: dg/dq > 0).
     hanging = jnp.asarray([-np.pi / 2])
@@ -222,7 +255,7 @@ def main():
     print()
     ok = print_claims(claims)
     out_dir = results_dir(NAME)
-    fig = make_figure(sol, parts, law, hang, limit)
+    fig = make_figure(sol, parts, law, hang, limit, lugre_sol)
     fig.savefig(out_dir / "figure.png", dpi=130)
     write_json(
         {
@@ -242,7 +275,7 @@ def main():
         raise SystemExit(1)
 
 
-def make_figure(sol, parts, law, hang, limit):
+def make_figure(sol, parts, law, hang, limit, lugre_sol):
     from matplotlib.figure import Figure
 
     ts = np.asarray(sol.ts)
@@ -254,9 +287,17 @@ def make_figure(sol, parts, law, hang, limit):
     ax_q, ax_f, ax_c, ax_h = fig.subplots(4, 1)
     ax_q.plot(ts, np.asarray(sol.q[:, 0]), "C0", label="angle θ [rad]")
     ax_q.plot(ts, np.asarray(sol.qd[:, 0]), "C1", lw=0.8, label="velocity θ̇ [rad/s]")
+    ax_q.plot(
+        np.asarray(lugre_sol.ts), np.asarray(lugre_sol.q[:, 0]), "C2--", lw=0.8,
+        label="angle, LuGre form [rad]",
+    )  # fmt: skip
     ax_q.legend(fontsize="small")
     ax_q.set_title("MotionSolve pendulum, exact reaction-load joint friction")
     ax_f.plot(ts, 1e3 * np.asarray(sol.friction[:, 0]), "C3", label="friction torque")
+    ax_f.plot(
+        np.asarray(lugre_sol.ts), 1e3 * np.asarray(lugre_sol.friction[:, 0]), "C2--",
+        lw=0.8, label="friction torque, LuGre form",
+    )  # fmt: skip
     total = parts.sum(1)
     ax_f.plot(ts, 1e3 * mu_s * total, "k:", lw=0.8, label="± static limit μ_s Σ c_k")
     ax_f.plot(ts, -1e3 * mu_s * total, "k:", lw=0.8)
