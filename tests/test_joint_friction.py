@@ -285,3 +285,59 @@ def test_lugre_with_reaction_loads_against_scipy():
     np.testing.assert_allclose(sol.qd[:, 0], ref.y[1], atol=1e-6)
     # Presliding: the LuGre joint creeps below the Coulomb breakaway (1.05 s).
     assert 1e-4 < float(sol.q[4, 0]) < 1e-2
+
+
+def test_slider_breakaway_and_slip_with_overlap_against_scipy():
+    # A block on a horizontal prismatic joint along x, its centre of mass at
+    # (e, d, 0) from the joint (gravity −z). By hand, in the friction frame
+    # (z along the slide): the rubbing force m g, the torsional moment m g d
+    # (about the slide) and the bending moment √((m g e)² + (m d a)²), a the
+    # block's acceleration, over the overlap x_s = x0 − q ("decrease").
+    # MotionSolve Comment 10: F = μ (m g + m g d/(2 r_n) + bending/x_s) + (μ/μ_s) F_pre.
+    mass, e, d, x0, rn, pre, rate = 2.0, 0.05, 0.02, 0.3, 0.04, 0.5, 10.0
+    mu_s, mu_d, t1 = 0.4, 0.25, 1.6
+    slider = jf.systems.RigidBodyTree(
+        [-1], ["prismatic"], [(1.0, 0.0, 0.0)], [(0.0, 0.0, 0.0)],
+        mass=[mass], com=[(e, d, 0.0)], inertia=[1e-3 * np.eye(3)],
+        gravity=(0.0, 0.0, -G),
+    )  # fmt: skip
+    load = jf.TranslationalLoad(
+        reaction_arm=rn, initial_overlap=x0, overlap_delta="increase",
+        force_preload=pre,
+    )  # fmt: skip
+    law = jf.JointFriction(mu_s, mu_d, loads=(load,))
+    ts = np.linspace(0.0, t1, 16)
+    sol = jax.jit(
+        lambda law: jf.simulate(
+            slider,
+            law,
+            jnp.zeros(1),
+            jnp.zeros(1),
+            t1,
+            ts=ts,
+            force=_Ramp(jnp.asarray(rate)),
+        )  # fmt: skip
+    )(law)
+
+    def level(mu, q, a):
+        bending = np.hypot(mass * G * e, mass * d * a) / (x0 + q)
+        return mu * (mass * G + mass * G * d / (2 * rn) + bending) + mu / mu_s * pre
+
+    t_break = level(mu_s, 0.0, 0.0) / rate
+    assert abs(float(sol.event_times[0]) - t_break) < _EVENT_TOL
+    stuck = ts < t_break
+    assert np.all(np.asarray(sol.qd)[stuck] == 0.0)
+
+    def rhs(t, y):
+        q, v = y
+
+        def residual(a):
+            return mass * a - (rate * t - level(mu_d, q, a))
+
+        return [v, brentq(residual, -1e3, 1e3, xtol=1e-15, rtol=1e-15)]
+
+    ref = solve_ivp(rhs, (t_break, t1), [0.0, 0.0], method="DOP853", rtol=1e-12,
+                    atol=1e-14, dense_output=True)  # fmt: skip
+    expected = ref.sol(ts[~stuck])
+    np.testing.assert_allclose(sol.q[~stuck, 0], expected[0], atol=_TRAJECTORY_TOL)
+    np.testing.assert_allclose(sol.qd[~stuck, 0], expected[1], atol=_TRAJECTORY_TOL)
