@@ -47,8 +47,8 @@ from .._minimise import (
     run_chunks,
     strong,
 )
-from ..friction import AbstractFrictionLaw, AbstractSetValuedLaw
-from ..simulate import SimulateOptions
+from ..friction import AbstractFrictionLaw
+from ..simulate import SWITCH_PATH, SimulateOptions
 from ..systems import AbstractSystem
 from ._experiment import Experiment
 from ._lm import LevenbergMarquardt
@@ -272,8 +272,8 @@ def fit(
             errors are then NaN).
         batching: how experiments (and shooting windows) are batched:
             ``"vmap"`` (`jax.vmap`, one batched solve) or ``"map"`` (a
-            sequential `jax.lax.map`). Default: ``"map"`` for set-valued laws
-            (the event-driven switch path: batched, every member steps until
+            sequential `jax.lax.map`). Default: ``"map"`` for laws on the
+            event-driven switch path (batched, every member steps until
             the slowest ends each segment; map was the faster on a few CPU
             cores, README, Performance; on many cores or a GPU vmap is the one
             to try), ``"vmap"`` for the smooth
@@ -305,7 +305,8 @@ def fit(
     if max_steps is None:
         max_steps = 100 if least_squares else 1000
     if batching is None:
-        batching = "map" if isinstance(friction, AbstractSetValuedLaw) else "vmap"
+        # The switch path's segments run in lockstep under `vmap`: map its records.
+        batching = "map" if friction.simulation_path is SWITCH_PATH else "vmap"
     problem, u, names, _ = build_problem(
         system,
         friction,
