@@ -488,3 +488,138 @@ def test_closed_chain_config_is_the_four_bar():
             parse_config(tomllib.loads(text.replace(old, new)))
         for fragment in fragments:
             assert fragment in str(err.value), (fragment, str(err.value))
+
+
+# --- MotionSolve models: [system] file = "model.xml", [friction] from_file -----
+
+_PENDULUM = _CONFIGS.parent / "tests" / "data" / "motionsolve_pendulum.xml"
+_MS_CONFIG = (_CONFIGS / "motionsolve_pendulum.toml").read_text()
+
+
+def _ms_parse(text: str = _MS_CONFIG, base: Path = _CONFIGS):
+    return parse_config(tomllib.loads(text), base)
+
+
+def _same_numbers(a, b) -> None:
+    """Two laws of the same class, structure and numbers (bit for bit)."""
+    import jax
+
+    assert type(a) is type(b)
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_xml_robot_file_format_is_read_from_the_root_tag():
+    from jaxfric.io.config import build_system, robot_format
+    from jaxfric.io.motionsolve import load_motionsolve
+
+    mjcf = _CONFIGS / "robots" / "two_link_arm.xml"
+    assert robot_format(_PENDULUM) == "MotionSolve"
+    assert robot_format(mjcf) == "MJCF"
+    assert robot_format(_CONFIGS / "robots" / "two_link_arm.urdf") == "URDF"
+    system = build_system({"file": "../tests/data/motionsolve_pendulum.xml"}, _CONFIGS)
+    reference = load_motionsolve(_PENDULUM).system
+    assert system.model.joint_names == reference.model.joint_names
+    assert system.friction_joints == reference.friction_joints
+    _same_numbers(system, reference)
+    pytest.importorskip("mujoco")
+    arm = build_system({"file": "robots/two_link_arm.xml", "damping": 0.5}, _CONFIGS)
+    assert arm.n_dof == 2
+    np.testing.assert_array_equal(np.asarray(arm.damping), [0.5, 0.5])
+
+
+def test_friction_from_motionsolve_file_is_the_models_law():
+    from jaxfric.io.motionsolve import load_motionsolve
+
+    model = load_motionsolve(_PENDULUM)
+    cfg = _ms_parse()
+    _same_numbers(cfg.friction, model.friction)
+    assert cfg.simulate["t1"] == 5.0 and cfg.simulate["num_save"] == 501
+    np.testing.assert_array_equal(cfg.simulate["q0"], model.q0)  # the default
+    lugre = _ms_parse(_MS_CONFIG.replace('"JointFriction"', '"JointLuGre"'))
+    _same_numbers(lugre.friction, model.lugre_friction)
+    # Without t1 and with q0: the file's end time, the config's q0.
+    text = _MS_CONFIG.replace("t1 = 5.0", "q0 = [0.25]")
+    cfg = _ms_parse(text)
+    assert cfg.simulate["t1"] == model.t1 and cfg.simulate["q0"] == [0.25]
+    # A law of the config's own (or from_file = false) works as for URDF/MJCF.
+    own = 'type = "Coulomb"\nfc = 0.02'
+    for table in (own, own + "\nfrom_file = false"):
+        text = _MS_CONFIG.replace('type = "JointFriction"', table)
+        law = _ms_parse(text.replace("from_file = true", "")).friction
+        assert isinstance(law, jf.Coulomb) and float(law.fc) == 0.02
+
+
+_MS_SYSTEM = '[system]\nfile = "../tests/data/motionsolve_pendulum.xml"\n'
+_FROM_FILE = '[friction]\ntype = "JointFriction"\nfrom_file = true\n'
+_SIMULATE = "[simulate]\nt1 = 1.0\n"
+_MS_TEXT = _MS_SYSTEM + _FROM_FILE + _SIMULATE
+
+
+@pytest.mark.parametrize(
+    "text, fragments",
+    [
+        (  # a URDF robot has no friction elements to read
+            _MS_TEXT.replace(
+                "../tests/data/motionsolve_pendulum.xml", "robots/two_link_arm.urdf"
+            ),
+            ["[friction] key 'from_file'", "MotionSolve", "two_link_arm.urdf"],
+        ),
+        (
+            _MS_TEXT.replace(
+                _MS_SYSTEM,
+                '[system]\ntype = "Oscillator"\nmass = 1.0\nstiffness = 1.0\n',
+            ),
+            ["[friction] key 'from_file'", "the [system] section has no file"],
+        ),
+        (
+            _MS_TEXT.replace("from_file = true", "from_file = true\nmu_static = 0.4"),
+            ["[friction] unknown key(s) ['mu_static']", "type, from_file"],
+        ),
+        (
+            _MS_TEXT.replace("JointFriction", "Coulomb"),
+            ["[friction] key 'type'", "'Coulomb'", "'JointFriction'", "'JointLuGre'"],
+        ),
+        (
+            _MS_TEXT.replace('type = "JointFriction"\n', ""),
+            ["[friction]: missing key 'type'", "'JointLuGre'"],
+        ),
+        (
+            _MS_TEXT.replace("from_file = true", 'from_file = "yes"'),
+            ["[friction] key 'from_file'", "a boolean"],
+        ),
+        (
+            _MS_TEXT.replace(_MS_SYSTEM, _MS_SYSTEM + "damping = 0.1\n"),
+            ["[system] unknown key(s) ['damping']", "MotionSolve", "type, file."],
+        ),
+        (  # [simulate] keys are still checked
+            _MS_TEXT.replace("t1 = 1.0", "t_end = 1.0"),
+            ["[simulate] unknown key 't_end'"],
+        ),
+    ],
+)
+def test_motionsolve_config_errors_name_the_key(text, fragments):
+    with pytest.raises(ConfigError) as info:
+        _ms_parse(text)
+    message = str(info.value)
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+
+
+def test_motionsolve_file_errors_name_the_file(tmp_path):
+    text = _PENDULUM.read_text()
+    start = text.index("<Force_JointFriction")
+    no_friction = text[:start] + text[text.index("/>", start) + 2 :]
+    (tmp_path / "bare.xml").write_text(no_friction)
+    config = _MS_TEXT.replace("../tests/data/motionsolve_pendulum.xml", "bare.xml")
+    with pytest.raises(ConfigError) as info:
+        _ms_parse(config, tmp_path)
+    assert "[friction] key 'from_file'" in str(info.value)
+    assert "bare.xml has no <Force_JointFriction>" in str(info.value)
+    (tmp_path / "broken.xml").write_text("<MultiBodySystem><Model>")
+    with pytest.raises(ConfigError, match=r"\[system\] .*broken\.xml"):
+        _ms_parse(config.replace("bare.xml", "broken.xml"), tmp_path)
+    (tmp_path / "junk.xml").write_text("not xml at all")
+    with pytest.raises(ConfigError, match=r"\[system\] key 'file'.*not well-formed"):
+        _ms_parse(config.replace("bare.xml", "junk.xml"), tmp_path)

@@ -33,16 +33,28 @@ array of tables: a closed chain's loop joints are ``[[system.loops]]`` tables
 (``kind``, ``link_a``, ``link_b``, ...), its tree the ``[system.tree]`` table
 (see ``configs/four_bar_crank_friction.toml``).
 
-A robot comes from its URDF or MJCF file instead (`build_system`)::
+A robot comes from its URDF, MJCF or MotionSolve file instead (`build_system`)::
 
     [system]
     type = "RigidBodyTree"
-    file = "arm.urdf"   # .urdf: load_urdf; .xml: load_mjcf; relative to the TOML
+    file = "arm.urdf"   # relative to the TOML. .urdf: load_urdf; .xml:
+                        # load_motionsolve if the root element is
+                        # <MultiBodySystem>, else load_mjcf (`robot_format`)
     damping = 0.1       # optional overrides: damping, armature, friction_joints
-                        # (and gravity for a URDF)
+                        # (and gravity for a URDF; none for a MotionSolve model,
+                        # whose file is the whole model)
 
 The ``[friction]`` section still gives the law (and, for identification, the
-starting values); the file's friction levels are not read.
+starting values); the file's friction levels are not read. A MotionSolve model's
+``Force_JointFriction`` elements can be the law instead (`build_friction`)::
+
+    [friction]
+    type = "JointFriction"  # exact Coulomb; "JointLuGre": MotionSolve's LuGre form
+    from_file = true        # no other keys: the file gives every number
+
+and for a MotionSolve model ``[simulate]`` may leave out ``t1`` (the file's
+``Command/Simulate`` end time, when it has one) and ``q0`` (the file's
+configuration); see ``configs/motionsolve_pendulum.toml``.
 
 Unknown sections, unknown keys, missing required keys, wrong value types and
 unknown ``type`` names raise `ConfigError` naming the section and key (and
@@ -58,6 +70,7 @@ import inspect
 import tomllib
 import types
 import typing
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -71,6 +84,7 @@ from ..forces import AbstractForce
 from ..friction import AbstractFrictionLaw
 from ..simulate import SimulateOptions, check_interval, save_times
 from ..systems import AbstractSystem
+from .motionsolve import MotionSolveModel
 
 SECTIONS = ("system", "friction", "force", "simulate")
 
@@ -516,11 +530,17 @@ def check_simulate_ranges(options: Mapping[str, Any], section: str) -> None:
         raise ConfigError(f"{section}: {e}") from e
 
 
-# Loader keywords a robot file's [system] table may set, per file suffix.
+# Loader keywords a robot file's [system] table may set, per format
+# (`robot_format`). A MotionSolve model takes none: its file is the whole model
+# (units, gravity, friction elements).
 _ROBOT_FILE_KEYS = {
-    ".urdf": ("gravity", "damping", "armature", "friction_joints"),
-    ".xml": ("damping", "armature", "friction_joints"),
+    "URDF": ("gravity", "damping", "armature", "friction_joints"),
+    "MJCF": ("damping", "armature", "friction_joints"),
+    "MotionSolve": (),
 }
+# The laws ``[friction] from_file = true`` reads from a MotionSolve model: the
+# `MotionSolveModel` field of each.
+FRICTION_FROM_FILE = {"JointFriction": "friction", "JointLuGre": "lugre_friction"}
 
 
 def config_file(file: str | Path, base: Path | None) -> Path:
@@ -531,8 +551,8 @@ def config_file(file: str | Path, base: Path | None) -> Path:
 
 
 def robot_file(table: Any, base: Path | None = None) -> Path | None:
-    """The URDF/MJCF file a ``[system]`` table names (`config_file`), or
-    `None`."""
+    """The URDF/MJCF/MotionSolve file a ``[system]`` table names
+    (`config_file`), or `None`."""
     if not isinstance(table, Mapping) or "file" not in table:
         return None
     file = table["file"]
@@ -541,51 +561,159 @@ def robot_file(table: Any, base: Path | None = None) -> Path | None:
     return config_file(file, base)
 
 
-def build_system(table: Any, base: Path | None = None):
-    """Build the ``[system]`` table: `build` for a class and its arguments, or,
-    with a ``file`` key, the `RigidBodyTree` of a URDF (``.urdf``,
-    `jaxfric.io.load_urdf`) or MJCF (``.xml``, `jaxfric.io.load_mjcf`) file with
-    the loader's optional keywords (module docstring).
+def robot_format(file: Path) -> str:
+    """The format of a robot file: ``"URDF"`` (``.urdf``), ``"MotionSolve"``
+    (``.xml`` whose root element is ``<MultiBodySystem>``) or ``"MJCF"`` (any
+    other ``.xml``). Only the root tag is read (MuJoCo is not imported).
 
     Raises:
-        ConfigError: naming the key, the file or the loader's complaint.
+        ConfigError: another suffix, a missing file or malformed XML, naming
+            ``[system] key 'file'`` and the file.
     """
+    suffix = file.suffix.lower()
+    if suffix not in (".urdf", ".xml"):
+        raise ConfigError(
+            f"[system] key 'file': {file} is neither .urdf nor .xml (MJCF or "
+            "MotionSolve)."
+        )
+    if not file.is_file():
+        raise ConfigError(f"[system] key 'file': no such file {file}.")
+    if suffix == ".urdf":
+        return "URDF"
+    try:
+        with file.open("rb") as f:
+            _, root = next(ET.iterparse(f, events=("start",)))
+    except (ET.ParseError, StopIteration) as e:
+        raise ConfigError(
+            f"[system] key 'file': {file} is not well-formed XML: {e}."
+        ) from None
+    except OSError as e:
+        raise ConfigError(f"[system] key 'file': cannot read {file}: {e}.") from e
+    return "MotionSolve" if root.tag.rsplit("}", 1)[-1] == "MultiBodySystem" else "MJCF"
+
+
+def _load_system(
+    table: Any, base: Path | None
+) -> tuple[AbstractSystem, Path | None, MotionSolveModel | None]:
+    """`build_system`, plus the robot file (`None` without one) and, for a
+    MotionSolve file, the whole `MotionSolveModel` (friction, end time, q0)."""
     file = robot_file(table, base)
     if file is None:
-        return build("system", table)
+        return build("system", table), None, None
     if table.get("type", "RigidBodyTree") != "RigidBodyTree":
         raise ConfigError(
             f"[system]: a robot file gives a RigidBodyTree; got type {table['type']!r}."
         )
-    allowed = _ROBOT_FILE_KEYS.get(file.suffix.lower())
-    if allowed is None:
-        raise ConfigError(
-            f"[system] key 'file': {file} is neither .urdf nor .xml (MJCF)."
-        )
+    kind = robot_format(file)
+    allowed = _ROBOT_FILE_KEYS[kind]
     options = {k: v for k, v in table.items() if k not in ("type", "file")}
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise ConfigError(
-            f"[system] unknown key(s) {unknown} for a {file.suffix} file; allowed "
-            f"keys: type, file, {', '.join(allowed)}."
+            f"[system] unknown key(s) {unknown} for a {kind} file; allowed keys: "
+            f"{', '.join(('type', 'file', *allowed))}."
         )
-    from .mjcf import load_mjcf
-    from .urdf import load_urdf
-
-    load = load_urdf if file.suffix.lower() == ".urdf" else load_mjcf
-    if not file.is_file():
-        raise ConfigError(f"[system] key 'file': no such file {file}.")
     try:
-        system, _ = load(file, **options)
+        if kind == "MotionSolve":
+            from .motionsolve import load_motionsolve
+
+            model = load_motionsolve(file)
+            return model.system, file, model
+        from .mjcf import load_mjcf
+        from .urdf import load_urdf
+
+        system, _ = (load_urdf if kind == "URDF" else load_mjcf)(file, **options)
     except (ValueError, TypeError, ImportError) as e:
         raise ConfigError(f"[system] {file}: {e}") from e
-    return system
+    return system, file, None
+
+
+def build_system(table: Any, base: Path | None = None):
+    """Build the ``[system]`` table: `build` for a class and its arguments, or,
+    with a ``file`` key, the `RigidBodyTree` of a URDF (``.urdf``,
+    `jaxfric.io.load_urdf`), MotionSolve (``.xml`` with root
+    ``<MultiBodySystem>``, `jaxfric.io.load_motionsolve`) or MJCF (any other
+    ``.xml``, `jaxfric.io.load_mjcf`) file with the loader's optional keywords
+    (module docstring).
+
+    Raises:
+        ConfigError: naming the key, the file or the loader's complaint.
+    """
+    return _load_system(table, base)[0]
+
+
+def build_friction(
+    table: Any, file: Path | None = None, model: MotionSolveModel | None = None
+) -> AbstractFrictionLaw:
+    """Build the ``[friction]`` table: `build` for a law and its arguments, or,
+    with ``from_file = true``, the law of the MotionSolve model the ``[system]``
+    section loads: ``type = "JointFriction"`` is its exact Coulomb law
+    (`MotionSolveModel.friction`), ``type = "JointLuGre"`` its LuGre form
+    (`MotionSolveModel.lugre_friction`); no other keys are allowed.
+    ``from_file = false`` is the same as leaving the key out.
+
+    Args:
+        table: the ``[friction]`` table.
+        file: the ``[system]`` robot file, or `None` (for messages).
+        model: the `MotionSolveModel` of a MotionSolve ``[system]`` file, else
+            `None`.
+
+    Raises:
+        ConfigError: naming ``[friction]`` and the key: ``from_file`` without a
+            MotionSolve ``[system]`` file or for a file without
+            ``Force_JointFriction`` elements (naming the file), another type,
+            other keys.
+    """
+    if not isinstance(table, Mapping) or "from_file" not in table:
+        return build("friction", table)
+    from_file = _convert(table["from_file"], "bool", "[friction] key 'from_file'")
+    rest = {k: v for k, v in table.items() if k != "from_file"}
+    if not from_file:
+        return build("friction", rest)
+    unknown = sorted(set(rest) - {"type"})
+    if unknown:
+        raise ConfigError(
+            f"[friction] unknown key(s) {unknown} with from_file = true (the file "
+            "gives every number); allowed keys: type, from_file."
+        )
+    type_name = rest.get("type")
+    if type_name not in FRICTION_FROM_FILE:
+        head = (
+            "[friction]: missing key 'type'"
+            if type_name is None
+            else f"[friction] key 'type': got {type_name!r}"
+        )
+        raise ConfigError(
+            f"{head}; from_file = true reads type 'JointFriction' (exact Coulomb) "
+            "or 'JointLuGre' (MotionSolve's LuGre form)."
+        )
+    if model is None:
+        loads = "has no file" if file is None else f"loads {file}"
+        raise ConfigError(
+            "[friction] key 'from_file': the file's friction needs [system] file = "
+            "a MotionSolve .xml model (root element <MultiBodySystem>); the "
+            f"[system] section {loads}."
+        )
+    if model.friction is None:
+        raise ConfigError(
+            f"[friction] key 'from_file': {file} has no <Force_JointFriction> element."
+        )
+    law = getattr(model, FRICTION_FROM_FILE[type_name])
+    if law is None:
+        raise ConfigError(
+            f"[friction] key 'type': the <Force_JointFriction> elements of {file} "
+            "differ in bristle_stiffness, damping_effects, viscous_effects or "
+            "stiction_trans_vel, and JointLuGre takes one value of each (type = "
+            "'JointFriction', the exact law, does not use them)."
+        )
+    return law
 
 
 def parse_config(data: Mapping[str, Any], base: Path | None = None) -> SimulationConfig:
     """Build a `SimulationConfig` from a configuration already read into a dict
     (the result of `tomllib.load`); `base` is the folder relative robot files
-    are found in (`load_config` passes the file's)."""
+    are found in (`load_config` passes the file's). A MotionSolve ``[system]``
+    file gives the defaults of ``t1`` and ``q0`` (module docstring)."""
     for key in data:
         if key not in SECTIONS:
             raise ConfigError(
@@ -595,10 +723,17 @@ def parse_config(data: Mapping[str, Any], base: Path | None = None) -> Simulatio
     for key in ("system", "friction", "simulate"):
         if key not in data:
             raise ConfigError(f"missing section [{key}].")
-    system = build_system(data["system"], base)
-    friction = build("friction", data["friction"])
+    system, file, model = _load_system(data["system"], base)
+    friction = build_friction(data["friction"], file, model)
     force = build("force", data["force"]) if "force" in data else None
-    options = parse_simulate(data["simulate"])
+    simulate = data["simulate"]
+    if model is not None and isinstance(simulate, Mapping):
+        # A MotionSolve model's configuration and end time, unless given.
+        defaults: dict[str, Any] = {"q0": model.q0.tolist()}
+        if model.t1 is not None:
+            defaults["t1"] = model.t1
+        simulate = {**defaults, **simulate}
+    options = parse_simulate(simulate)
     return SimulationConfig(system, friction, force, options, dict(data))
 
 
@@ -633,8 +768,11 @@ def load_config(path: str | Path) -> SimulationConfig:
 
 
 __all__ = [
+    "FRICTION_FROM_FILE",
     "SECTIONS",
+    "build_friction",
     "build_system",
+    "robot_format",
     "config_file",
     "robot_file",
     "ConfigError",
