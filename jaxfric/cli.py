@@ -309,7 +309,7 @@ def identify(
     --export-urdf/--export-mjcf, also the fitted friction into a copy of the
     robot file the [system] section loads."""
     import jaxfric.identify as ji
-    from jaxfric.io.config import read_toml, robot_file
+    from jaxfric.io.config import read_toml, robot_file, robot_format
     from jaxfric.io.identify_config import (
         parse_identify_config,
         plot,
@@ -328,10 +328,15 @@ def identify(
     except ValueError as e:
         _config_failure(config, e)
     for kind in exports:
-        if file is None or file.suffix.lower() != kind:
+        expected = "URDF" if kind == ".urdf" else "MJCF"
+        try:
+            wrong = file is None or robot_format(file) != expected
+        except ValueError as e:
+            _config_failure(config, e)
+        if wrong:
             _fail(
                 f"{config}: --export-{'urdf' if kind == '.urdf' else 'mjcf'} needs "
-                f"[system] file = a {kind} robot file; the [system] section "
+                f"[system] file = a {expected} robot file; the [system] section "
                 f"{'has no file' if file is None else f'loads {file}'}."
             )
     try:

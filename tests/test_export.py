@@ -166,4 +166,17 @@ def test_cli_export_needs_a_matching_robot_file(tmp_path, monkeypatch):
     args = ["identify", str(config), "--out", str(tmp_path / "out"), "--no-progress"]
     result = CliRunner().invoke(app, [*args, "--export-mjcf", str(tmp_path / "a.xml")])
     assert result.exit_code == 2
-    assert "--export-mjcf needs [system] file = a .xml robot file" in result.output
+    assert "--export-mjcf needs [system] file = a MJCF robot file" in result.output
+    # A MotionSolve model is an .xml file too, but not MJCF: refused before the fit.
+    pendulum = (_CONFIGS.parent / "tests/data/motionsolve_pendulum.xml").resolve()
+    ms_config = tmp_path / "ms.toml"
+    ms_config.write_text(
+        config.read_text().replace(
+            'file = "robots/two_link_arm.urdf"', f'file = "{pendulum}"'
+        )
+    )
+    args = ["identify", str(ms_config), "--out", str(tmp_path / "ms"), "--no-progress"]
+    result = CliRunner().invoke(app, [*args, "--export-mjcf", str(tmp_path / "b.xml")])
+    assert result.exit_code == 2
+    assert "needs [system] file = a MJCF robot file" in result.output
+    assert "motionsolve_pendulum.xml" in result.output

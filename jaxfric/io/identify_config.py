@@ -84,8 +84,9 @@ from ._tables import check_sections, resolve_path
 from .config import (
     OPTION_KINDS,
     ConfigError,
+    _load_system,
     build,
-    build_system,
+    build_friction,
     check_finite_keys,
     check_ranges,
     config_file,
@@ -199,8 +200,8 @@ def parse_identify_config(path: str | Path) -> IdentifyConfig:
     path = Path(path)
     data = read_toml(path)
     check_sections(data, SECTIONS, ("system", "friction", "identify", "experiments"))
-    system = build_system(data["system"], path.parent)
-    friction = build("friction", data["friction"])
+    system, file, model = _load_system(data["system"], path.parent)
+    friction = build_friction(data["friction"], file, model)
 
     ident = parse_table(data["identify"], IDENTIFY_KEYS, "[identify]")
     check_ranges(ident, IDENTIFY_RANGES, "[identify]")
