@@ -341,3 +341,30 @@ def test_slider_breakaway_and_slip_with_overlap_against_scipy():
     expected = ref.sol(ts[~stuck])
     np.testing.assert_allclose(sol.q[~stuck, 0], expected[0], atol=_TRAJECTORY_TOL)
     np.testing.assert_allclose(sol.qd[~stuck, 0], expected[1], atol=_TRAJECTORY_TOL)
+
+
+def test_load_coupling_at_one_state_and_its_failure():
+    # The rotor slipping forward at 2 rad/s under 0.4 N·m: the friction torque
+    # solves T = μ_d (r_p m L √(ω⁴ + α²) + ...) with α = (u − T)/(I + m L²),
+    # here by brentq; one fixed-point iteration cannot converge: NaN, never a
+    # lagged value.
+    from jaxfric.simulate._stick import friction_at_modes
+
+    system, w, u = _rotor(), 2.0, 0.4
+    q, qd, modes = jnp.zeros(1), jnp.array([w]), jnp.array([1])
+    net = jnp.array([u]) - system.bias_force(q, qd)
+    inertia = INERTIA + M * L * L
+
+    def residual(a):
+        load = RP * M * L * np.hypot(w * w, a) + RN * M * G + RP * M * G * L / RB
+        return inertia * a - (u - (0.3 * load + 0.3 / 0.5 * T_PRE))
+
+    alpha = brentq(residual, -1e3, 1e3, xtol=1e-15, rtol=1e-15)
+    law = jf.JointFriction(0.5, 0.3, loads=(_load(),))
+    friction, acc, levels = friction_at_modes(system, law, q, qd, net, modes)
+    np.testing.assert_allclose(acc, [alpha], rtol=1e-12)
+    np.testing.assert_allclose(friction, [u - inertia * alpha], rtol=1e-12)
+    np.testing.assert_allclose(levels.fs, friction * 0.5 / 0.3, rtol=1e-12)
+    once = jf.JointFriction(0.5, 0.3, loads=(_load(),), max_iterations=1)
+    friction, acc, _ = friction_at_modes(system, once, q, qd, net, modes)
+    assert np.isnan(friction).all() and np.isnan(acc).all()

@@ -293,8 +293,10 @@ class JointFriction(AbstractFrictionLaw):
     reactions depend on the accelerations, which depend on every friction
     force, so at each evaluation the switch path solves ``f = F(f)`` (``f →
     accelerations → reactions → levels → f``) by fixed-point iteration to a
-    change below ``1e-12`` of the largest force (else the friction is
-    non-finite and `simulate` reports it) and differentiates it implicitly. A
+    change below ``1e-12`` of the largest force and differentiates it
+    implicitly; where it does not converge in `max_iterations` the friction is
+    non-finite and the simulation stops with a failed result
+    (``nonfinite_state`` or ``stick_solve_failed``), never a lagged reaction. A
     stuck joint's breakaway is the event ``μ_s·Σ c_k − |f| ↓ 0``.
 
     Needs a system with `joint_reactions` (`jaxfric.systems.RigidBodyTree`).
@@ -309,9 +311,9 @@ class JointFriction(AbstractFrictionLaw):
             ``"stiction"`` (``μ_s`` for both) or ``"sliding"`` (``μ_d`` for
             both), MotionSolve's ``effect``.
         max_iterations: the most fixed-point iterations of the load coupling
-            per evaluation, ``>= 1`` (default 50; each is one Newton–Euler
-            pass and one stick solve; a contraction by ``μ·r/ℓ``, a pin
-            radius over a link length, needs a few).
+            per evaluation, ``>= 1`` (default 50; each is a product with the
+            reactions' Jacobian and a stick solve; the iteration contracts by
+            about ``μ·r/ℓ``, a pin radius over a link length, so a few do).
     """
 
     mu_static: Float[Array, "..."] = eqx.field(converter=as_float)
