@@ -202,6 +202,64 @@ def test_joint_wrenches_balance_the_loop(chain):
     np.testing.assert_allclose(wrenches[0, 2], tau[0], rtol=1e-10)
 
 
+def pin_forces_by_statics(theta, drive, friction):
+    """Free-body diagrams of the four-bar at rest (gravity −y): the forces
+    (x, y) that the ground exerts on the crank at O, the crank on the coupler
+    at its pin, and the ground on the rocker at its pivot, N, for a drive
+    torque `drive` and a friction torque `friction` (opposing) at the crank,
+    N·m; from the nine equilibrium equations of the three rods (forces and
+    moments), solved for the eight pin-force components and the crank's
+    friction torque, which must equal `friction`."""
+    th, q1, q2 = fourbar_angles(theta)
+    pa = A * np.array([np.cos(th), np.sin(th)])
+    pb = pa + B * np.array([np.cos(th + q1), np.sin(th + q1)])
+    pd = np.array([D, 0.0])
+    weight = [m * np.array([0.0, -G]) for m in MASSES]
+    centres = [pa / 2, (pa + pb) / 2, (pd + pb) / 2]
+
+    def cross_rows(r):  # r × F = r_x F_y − r_y F_x, as coefficients of (F_x, F_y)
+        return np.array([-r[1], r[0]])
+
+    def cross(r, f):
+        return r[0] * f[1] - r[1] * f[0]
+
+    # Unknowns: F_O (0:2), F_A (2:4, crank on coupler), F_B (4:6, rocker on
+    # coupler), F_D (6:8), friction torque (8).
+    lhs, rhs = np.zeros((9, 9)), np.zeros(9)
+    lhs[0:2, 0:2], lhs[0:2, 2:4], rhs[0:2] = np.eye(2), -np.eye(2), -weight[0]
+    lhs[2, 2:4], lhs[2, 8] = -cross_rows(pa), -1.0
+    rhs[2] = -drive - cross(centres[0], weight[0])
+    lhs[3:5, 2:4], lhs[3:5, 4:6], rhs[3:5] = np.eye(2), np.eye(2), -weight[1]
+    lhs[5, 4:6], rhs[5] = cross_rows(pb - pa), -cross(centres[1] - pa, weight[1])
+    lhs[6:8, 6:8], lhs[6:8, 4:6], rhs[6:8] = np.eye(2), -np.eye(2), -weight[2]
+    lhs[8, 4:6], rhs[8] = -cross_rows(pb - pd), -cross(centres[2] - pd, weight[2])
+    x = np.linalg.solve(lhs, rhs)
+    np.testing.assert_allclose(x[8], friction, rtol=1e-12)
+    return x[0:2], x[2:4], x[6:8]
+
+
+def test_joint_reactions_match_the_statics_of_the_rods():
+    # Every joint with a friction element, the crank held at rest against a
+    # drive torque: the pin forces' magnitudes (across each z axis) against the
+    # free-body diagrams, the crank's axial moment is the net joint torque, and
+    # a planar linkage has no axial force and no bending moment.
+    chain = make_chain(friction_joints=("crank", "coupler", "rocker"))
+    z, zero, drive = jnp.array([THETA0]), jnp.zeros(1), 1.0
+    friction = drive - float(chain.inverse_dynamics(z, zero, zero)[0])
+    forces = pin_forces_by_statics(THETA0, drive, friction)
+    applied, held = jnp.array([drive]), jnp.array([friction, 0.0, 0.0])
+    reactions = chain.joint_reactions(z, zero, zero, applied, held)
+    wrench = np.asarray(reactions.wrench)
+    np.testing.assert_allclose(
+        np.hypot(wrench[:, 3], wrench[:, 4]),
+        [np.linalg.norm(f) for f in forces],
+        rtol=1e-10,
+    )
+    np.testing.assert_allclose(wrench[0, 2], drive - friction, rtol=1e-10)
+    np.testing.assert_allclose(wrench[:, [0, 1, 5]], 0.0, atol=1e-10)
+    assert reactions.kinds == ("revolute",) * 3
+
+
 # The crank held by Coulomb friction through `jaxfric.simulate` (exact stick,
 # breakaway at the closed-form time, closure along the run, gradients against
 # central differences) is checked by experiments/closed_chain_fourbar.py: its

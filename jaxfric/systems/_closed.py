@@ -29,9 +29,9 @@ import scipy.linalg
 
 from .._check import check_finite, check_range, is_concrete
 from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
-from ._base import AbstractSystem, ConfigurationStatus, Dynamics
+from ._base import AbstractSystem, ConfigurationStatus, Dynamics, JointReactions
 from .rigid import _dynamics, _kinematics, _spatial as sp
-from .rigid._system import RigidBodyTree, joint_indices
+from .rigid._system import RigidBodyTree, friction_joint_reactions, joint_indices
 
 LOOP_KINDS = {"ball": 3, "revolute": 5, "prismatic": 5, "weld": 6}
 # `ClosedChain.configuration_status`: ``Φ_y`` counts as (nearly) singular
@@ -665,6 +665,18 @@ class ClosedChain(AbstractSystem):
         return _dynamics.joint_wrenches(
             self.tree.model, q_tree, qd_tree, rows @ qdd + c, external
         )
+
+    def joint_reactions(
+        self, q: Vector, qd: Vector, qdd: Vector, applied: Vector, friction: SlipVector
+    ) -> JointReactions:
+        """The reaction wrench of every tree joint with a friction element, the
+        loop forces included (`joint_wrenches`), in the joint's friction frame
+        (``z`` along its axis): the loads of reaction-load joint friction
+        (`jaxfric.friction.JointFriction`). In a closed chain they depend on
+        the applied forces and the friction directly, through the loop
+        forces."""
+        wrenches = self.joint_wrenches(q, qd, qdd, applied, friction)
+        return friction_joint_reactions(self.tree, wrenches, self.assemble(q))
 
     def _loop_wrenches(self, q_tree, lam):
         """World wrenches (about the base origin, moment first) of the loop

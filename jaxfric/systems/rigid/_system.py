@@ -78,6 +78,25 @@ def axis_frame(axis) -> np.ndarray:
     return np.stack([x, np.cross(z, x), z])
 
 
+def friction_joint_reactions(
+    tree: "RigidBodyTree", wrenches: Float[Array, "dof 6"], q: Vector
+) -> JointReactions:
+    """The rows of `wrenches` (`joint_wrenches` of every joint of `tree`, body
+    frames) at the joints with friction elements, in each joint's friction
+    frame (``z`` along its axis), with the joint coordinates `q` of the tree."""
+    rows = jnp.asarray(tree.friction_joints, int)
+    frames = np.stack([axis_frame(tree.model.axes[j]) for j in tree.friction_joints])
+    frames = jnp.asarray(frames, dtype=wrenches.dtype)
+    moment = jnp.einsum("kij,kj->ki", frames, wrenches[rows, :3])
+    force = jnp.einsum("kij,kj->ki", frames, wrenches[rows, 3:])
+    types = tree.model.joint_types
+    kinds = tuple(
+        "prismatic" if types[j] == "prismatic" else "revolute"
+        for j in tree.friction_joints
+    )
+    return JointReactions(jnp.concatenate([moment, force], 1), q[rows], kinds)
+
+
 # Jitted (see `_dynamics`): outside `jit` a call compiles once per tree.
 @jax.jit
 def _mass_matrix(system: "RigidBodyTree", q):
@@ -252,20 +271,9 @@ class RigidBodyTree(AbstractSystem):
         follow from the motion alone: `applied` and `friction` change them only
         through ``q̈``."""
         self.check_vectors(q=q, qd=qd, qdd=qdd, applied=applied, friction=friction)
-        rows = jnp.asarray(self.friction_joints, int)
-        wrench = _dynamics.joint_wrenches(self.model, q, qd, qdd)[rows]
-        frames = np.stack(
-            [axis_frame(self.model.axes[j]) for j in self.friction_joints]
+        return friction_joint_reactions(
+            self, _dynamics.joint_wrenches(self.model, q, qd, qdd), q
         )
-        frames = jnp.asarray(frames, dtype=q.dtype)
-        moment = jnp.einsum("kij,kj->ki", frames, wrench[:, :3])
-        force = jnp.einsum("kij,kj->ki", frames, wrench[:, 3:])
-        types = self.model.joint_types
-        kinds = tuple(
-            "prismatic" if types[j] == "prismatic" else "revolute"
-            for j in self.friction_joints
-        )
-        return JointReactions(jnp.concatenate([moment, force], 1), q[rows], kinds)
 
     def forward_kinematics(
         self, q: Vector
