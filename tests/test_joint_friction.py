@@ -368,3 +368,14 @@ def test_load_coupling_at_one_state_and_its_failure():
     once = jf.JointFriction(0.5, 0.3, loads=(_load(),), max_iterations=1)
     friction, acc, _ = friction_at_modes(system, once, q, qd, net, modes)
     assert np.isnan(friction).all() and np.isnan(acc).all()
+
+
+def test_stick_margin_of_a_load_dependent_law_says_what_to_pass():
+    from jaxfric.simulate import stick_margin
+
+    law = jf.JointFriction(0.5, 0.3, loads=(_load(),))
+    with pytest.raises(TypeError, match="law.at_reactions"):
+        stick_margin(law, jnp.zeros(1))
+    reactions = _rotor().joint_reactions(*(jnp.zeros(1),) * 5)
+    margin = stick_margin(law.at_reactions(reactions), jnp.zeros(1))
+    np.testing.assert_allclose(margin, [_static_limit(0.5)], rtol=1e-14)

@@ -423,6 +423,12 @@ def stick_margin(
         The margin of each element, shape ``(m,)``, in the units of `friction`;
         negative where a force lies outside the static limits.
     """
+    if law.load_dependent:
+        raise TypeError(
+            f"stick_margin needs the levels of {type(law).__name__} at a state: "
+            "pass law.at_reactions(system.joint_reactions(q, qd, qdd, applied, "
+            "friction))."
+        )
     limit_pos, limit_neg, _ = limit_scale(law, friction)
     return jnp.minimum(limit_pos - friction, limit_neg + friction)
 
