@@ -1,6 +1,7 @@
 """MotionSolve XML import (`jaxfric.io.motionsolve`): the pendulum of the
-Force_JointFriction reference page, unit conversion, translational joints,
-the tree walk, and the errors and warning of what is not read.
+Force_JointFriction reference page, unit conversion, translational and
+universal joints, the tree walk, and the errors and warning of what is not
+read.
 
 Every reference number is worked out by hand from the XML in the comment next
 to it; none comes from the loader."""
@@ -452,3 +453,139 @@ def test_loops_and_floating_bodies_are_named():
         "",
     )
     assert "[2, 3]" in _error(floating)
+
+
+# A body on a universal joint at the origin, in MILLIMETER: the J marker on
+# ground has its z axis along global x (J yoke), the I marker on the body its
+# z axis along global y (I yoke; x along global z, y = z × x = global x). The
+# 2 kg centre of mass sits at (300, 100, 0) mm, gravity −9810 mm/s² along z.
+_UNIVERSAL = """<MultiBodySystem>
+ <Model>
+  <Param_Unit force_unit="NEWTON" mass_unit="KILOGRAM" length_unit="MILLIMETER"
+     time_unit="SECOND"/>
+  <Reference_Marker id="10" body_id="1" a00="0." a10="1." a20="0."
+     a02="1." a12="0." a22="0."/>
+  <Reference_Marker id="20" body_id="2" a00="0." a10="0." a20="1."
+     a02="0." a12="1." a22="0."/>
+  <Reference_Marker id="21" body_id="2" pos_x="300." pos_y="100."/>
+  <Body_Rigid id="1" isground="TRUE"/>
+  <Body_Rigid id="2" cg_id="21" mass="2." inertia_xx="1000." inertia_yy="1000."
+     inertia_zz="1000."/>
+  <Constraint_Joint id="5" type="UNIVERSAL" i_marker_id="20" j_marker_id="10"/>
+  <Force_Gravity grav_z="-9810."/>
+  <Force_JointFriction id="8" joint_id="5" mu_static="0.4" mu_dynamic="0.3"
+     yoke_choice="J_Yoke" pin_radius="5." friction_arm="7."
+     bending_reaction_arm="6." torque_preload="2000." inputs="1101"/>
+ </Model>
+</MultiBodySystem>
+"""
+
+
+def test_universal_joint():
+    model = _load_quietly(_UNIVERSAL)
+    system = model.system
+    q = jnp.zeros(2)
+    # Two revolute joints through a massless cross: the J yoke, then the I yoke.
+    assert system.model.joint_types == ("revolute", "revolute")
+    assert system.joint_names == ("5.j_yoke", "5.i_yoke")
+    assert system.model.link_names == ("1", "5.cross", "2")
+    assert model.joint_ids == (5, 5)
+    np.testing.assert_allclose(model.q0, [0.0, 0.0], atol=_TOLERANCE)
+    np.testing.assert_allclose(system.model.mass, [0.0, 2.0], atol=_TOLERANCE)
+    # The joint axes at q = 0: J's z axis (1, 0, 0), I's z axis (0, 1, 0).
+    rot, pos = system.forward_kinematics(q)
+    for k, axis in enumerate(([1, 0, 0], [0, 1, 0])):
+        world = np.asarray(rot[k]) @ np.asarray(system.model.axes[k])
+        np.testing.assert_allclose(world, axis, atol=_TOLERANCE)
+    # At q = 0 the body frame is the I marker (the file's configuration): its
+    # columns x, y, z are global z, x, y.
+    np.testing.assert_allclose(
+        rot[1], [[0, 1, 0], [0, 0, 1], [1, 0, 0]], atol=_TOLERANCE
+    )
+    np.testing.assert_allclose(pos[1], [0, 0, 0], atol=_TOLERANCE)
+    np.testing.assert_allclose(_world_com(system, q)[1], [0.3, 0.1, 0], atol=_TOLERANCE)
+    # Centre of mass r = (d, e, 0) = (0.3, 0.1, 0) m, m = 2 kg, I = 1e-3 E:
+    # about x, I + m e² = 0.021; about y, I + m d² = 0.181; the product
+    # x·(−m r rᵀ)·y = −m d e = −0.06 kg·m².
+    np.testing.assert_allclose(
+        system.mass_matrix(q), [[0.021, -0.06], [-0.06, 0.181]], atol=_TOLERANCE
+    )
+    # g = dV/dq with V = m g z: turning about x lifts the centre of mass by
+    # e q (x × r = (0, 0, e)), about y lowers it by d q (y × r = (0, 0, −d)):
+    # g(0) = (m g e, −m g d) = (2·9.81·0.1, −2·9.81·0.3) N·m.
+    np.testing.assert_allclose(
+        system.gravity_force(q), [1.962, -5.886], atol=_TOLERANCE
+    )
+    # The friction element on the J yoke, with its load in SI: 5, 7, 6 mm and
+    # 2000 N·mm.
+    assert model.friction_ids == (8,)
+    assert system.friction_joints == (0,)
+    (load,) = model.friction.loads
+    assert isinstance(load, jf.RevoluteLoad) and load.inputs == "1101"
+    np.testing.assert_allclose(load.pin_radius, 0.005, atol=_TOLERANCE)
+    np.testing.assert_allclose(load.friction_arm, 0.007, atol=_TOLERANCE)
+    np.testing.assert_allclose(load.bending_reaction_arm, 0.006, atol=_TOLERANCE)
+    np.testing.assert_allclose(load.torque_preload, 2.0, atol=_TOLERANCE)
+    np.testing.assert_allclose(model.friction.mu_static, 0.4, atol=_TOLERANCE)
+    np.testing.assert_allclose(model.friction.mu_dynamic, 0.3, atol=_TOLERANCE)
+
+
+def test_universal_joint_default_yoke_is_the_i_yoke():
+    text = _UNIVERSAL.replace('yoke_choice="J_Yoke" ', "")
+    assert text != _UNIVERSAL
+    model = _load_quietly(text)
+    assert model.system.friction_joints == (1,)  # "5.i_yoke"
+
+
+def test_hooke_joint_is_the_universal_joint():
+    universal = _load_quietly(_UNIVERSAL)
+    hooke = _load_quietly(_UNIVERSAL.replace('"UNIVERSAL"', '"HOOKE"'))
+    assert hooke.system.model.axes == universal.system.model.axes
+    assert hooke.system.joint_names == universal.system.joint_names
+    assert hooke.system.friction_joints == universal.system.friction_joints
+    for name in ("origin_translation", "origin_rotation", "mass", "inertia"):
+        np.testing.assert_allclose(
+            getattr(hooke.system.model, name),
+            getattr(universal.system.model, name),
+            atol=_TOLERANCE,
+            err_msg=name,
+        )
+    assert hooke.friction.loads == universal.friction.loads
+
+
+def test_universal_joint_written_the_other_way_round():
+    # I on ground, J on the body: the cross still turns first about the ground
+    # marker's z axis (global x), now the I yoke, then about the body marker's
+    # (global y), the J yoke: the same g(0) = (m g e, −m g d).
+    text = _UNIVERSAL.replace(
+        'i_marker_id="20" j_marker_id="10"', 'i_marker_id="10" j_marker_id="20"'
+    )
+    assert text != _UNIVERSAL
+    system = _load_quietly(text).system
+    assert system.joint_names == ("5.i_yoke", "5.j_yoke")
+    assert system.friction_joints == (1,)  # the J yoke
+    np.testing.assert_allclose(
+        system.gravity_force(jnp.zeros(2)), [1.962, -5.886], atol=_TOLERANCE
+    )
+
+
+def test_universal_joint_with_yokes_not_perpendicular_is_named():
+    # I's z axis turned by asin 0.1 towards J's (global x): cosine 0.1.
+    text = _UNIVERSAL.replace(
+        'a02="0." a12="1." a22="0."', 'a02="0.1" a12="0.99498743710662" a22="0."'
+    )
+    assert text != _UNIVERSAL
+    message = _error(text)
+    assert "Constraint_Joint id=5" in message and "perpendicular" in message
+
+
+def test_yoke_choice_is_checked():
+    # Neither yoke: the attribute is named; on a revolute joint: not read.
+    text = _UNIVERSAL.replace('"J_Yoke"', '"k_yoke"')
+    assert text != _UNIVERSAL
+    message = _error(text)
+    assert "Force_JointFriction id=8" in message and "'yoke_choice'" in message
+    text = _PENDULUM_METER.replace('effect="ALL"', 'effect="ALL" yoke_choice="i_yoke"')
+    assert text != _PENDULUM_METER
+    with pytest.warns(UserWarning, match="yoke_choice"):
+        load_motionsolve_string(text)

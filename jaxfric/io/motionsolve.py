@@ -21,9 +21,11 @@ Read (Altair MotionSolve Reference Guide, each element's page):
   moved to the centre of mass by the parallel-axis theorem). ``lprf_id`` is
   checked to name a marker of the body and otherwise unused: marker positions
   are global.
-- ``Constraint_Joint`` of type ``REVOLUTE``, ``TRANSLATIONAL`` and ``FIXED``.
+- ``Constraint_Joint`` of type ``REVOLUTE``, ``TRANSLATIONAL``, ``FIXED``,
+  ``UNIVERSAL`` and ``HOOKE`` (the same kinematics; see below).
 - ``Force_Gravity`` (``grav_x/y/z``; no gravity without it).
-- ``Force_JointFriction`` on revolute and translational joints (see below).
+- ``Force_JointFriction`` on revolute, translational, universal and Hooke
+  joints (see below).
 - ``Command/Simulate`` (a transient one): ``end_time`` and ``num_step``.
 
 Mapping. The tree is walked from the ground body through the joints (children
@@ -40,13 +42,41 @@ configuration is ``q0``. The markers of each joint must satisfy the joint in
 the file (MotionSolve would assemble the model; this loader does not): a
 `ValueError` names the joint otherwise.
 
+Universal and Hooke joints. MotionSolve's universal (Hooke) joint keeps the
+origins of ``I`` and ``J`` together and the ``z`` axis of ``I`` perpendicular
+to the ``z`` axis of ``J``; the two axes of the cross are those ``z`` axes,
+the J yoke (``z`` of ``J``) and the I yoke (``z`` of ``I``). In the tree it is
+two revolute joints through a massless link, the cross (link name
+``"<id>.cross"``, mass and inertia zero: the child's inertia keeps the mass
+matrix positive definite, and `RigidBodyTree` accepts it): first about the
+parent-side marker's ``z`` axis, the joint frame that marker's frame, into the
+cross, whose frame is that marker's at ``q = 0``; then about the child-side
+marker's ``z`` axis, the joint frame the child-side marker's frame expressed in
+the cross at the file's configuration, into the child. With ``J`` on the parent
+(the usual way) that is the J yoke, then the I yoke; written the other way
+round, the I yoke first. The joints are named ``"<id>.j_yoke"`` and
+``"<id>.i_yoke"``; ``joint_ids`` lists the joint's id once for each. Each
+coordinate is the right-handed rotation about the yoke marker's ``+z`` axis,
+zero in the file's configuration (``q0`` has zeros there): unlike a revolute
+joint's ``AZ(I, J)``, the I and J markers of a universal joint never coincide.
+A file whose I and J origins differ, or whose ``z`` axes are not perpendicular
+(``|z_I · z_J|`` above 1e-5), is refused with a `ValueError` naming the joint.
+
 Joint friction. ``Force_JointFriction`` elements (one per joint at most)
 become `jaxfric.JointFriction` with the load model of MotionSolve's Comments
 9–10: `jaxfric.RevoluteLoad` (``pin_radius``, ``friction_arm``,
 ``bending_reaction_arm``, ``torque_preload``, ``inputs``) on revolute joints,
 `jaxfric.TranslationalLoad` (``reaction_arm``, ``initial_overlap``,
 ``overlap_delta``, ``force_preload``, ``inputs``) on translational ones, with
-MotionSolve's defaults for absent attributes. ``mu_static`` and
+MotionSolve's defaults for absent attributes. On a universal or Hooke joint
+(Comments 12 and 14: "Friction on each of the yokes is modeled as for a
+revolute joint") the element is one `jaxfric.RevoluteLoad` on the yoke that
+``yoke_choice`` (``i_yoke`` or ``j_yoke``, any case) names: the attribute
+"Specifies the yoke choice for hooke and universal joints", one yoke per
+element, and the reference documents no default, so this loader takes
+``i_yoke`` when it is absent. Its tree joint (``"<id>.i_yoke"`` or
+``"<id>.j_yoke"``) is the friction joint. ``yoke_choice`` on another joint
+type is named in the warning. ``mu_static`` and
 ``mu_dynamic`` are per element where they differ; ``effect`` is the law's
 when all elements share it, else folded into the per-element coefficients
 (``stiction``: ``μ_d = μ_s``; ``sliding``: ``μ_s = μ_d``), which gives the same
@@ -56,12 +86,12 @@ law. The LuGre attributes (``max_stiction_deform``, ``bristle_stiffness``,
 `MotionSolveModel.lugre`.
 
 Refused with a `ValueError` naming the element: other joint types
-(``CYLINDRICAL``, ``SPHERICAL``, ``UNIVERSAL``, ``HOOKE``, ...: "not
-supported yet"), marker positions relative to another marker (``rm_id``,
-``rm``), Euler-angle orientations (``psi``, ``theta``, ``phi``), markers on
-flexible or point bodies, ``mass_mult_factor``, closed loops and floating
-bodies, several transient ``Simulate`` commands; and malformed input: a missing
-required attribute, a non-number, a marker or joint id that does not exist, a
+(``CYLINDRICAL``, ``SPHERICAL``, ``PLANAR``, ...: "not supported yet"),
+marker positions relative to another marker (``rm_id``, ``rm``), Euler-angle
+orientations (``psi``, ``theta``, ``phi``), markers on flexible or point
+bodies, ``mass_mult_factor``, closed loops and floating bodies, several
+transient ``Simulate`` commands; and malformed input: a missing required
+attribute, a non-number, a marker or joint id that does not exist, a
 body without mass, a coefficient or length out of range.
 
 Ignored silently (output, graphics and integrator settings): ``Messaging``,
@@ -216,6 +246,7 @@ _KNOWN = {
         *_LUGRE,
         *_FRICTION_ATTRIBUTES["REVOLUTE"],
         *_FRICTION_ATTRIBUTES["TRANSLATIONAL"],
+        "yoke_choice",
     ),
     "Simulate": ("analysis_type", "end_time", "num_step"),
     "Command": ("time_out",),
@@ -244,6 +275,16 @@ _WITH_ID = frozenset(
     {"Reference_Marker", "Body_Rigid", "Constraint_Joint", "Force_JointFriction"}
 )
 _JOINT_TYPES = {"REVOLUTE": "revolute", "TRANSLATIONAL": "prismatic", "FIXED": "fixed"}
+# Universal (Hooke) joints: two revolute joints through a massless cross.
+_UNIVERSAL = frozenset({"UNIVERSAL", "HOOKE"})
+# The load model of friction on each joint type (Comments 12 and 14: a yoke of
+# a universal or Hooke joint "is modeled as for a revolute joint").
+_LOAD_KIND = {
+    "REVOLUTE": "REVOLUTE",
+    "TRANSLATIONAL": "TRANSLATIONAL",
+    "UNIVERSAL": "REVOLUTE",
+    "HOOKE": "REVOLUTE",
+}
 # Joint markers must satisfy the joint to these tolerances (the file's numbers
 # are printed to about 6 significant digits).
 _POSITION_TOLERANCE = 1e-6
@@ -258,7 +299,9 @@ class MotionSolveModel(NamedTuple):
     Attributes:
         system: the `RigidBodyTree` (``q`` in the order of `joint_ids`; link
             names are the ``Body_Rigid`` ids, joint names the
-            ``Constraint_Joint`` ids, as strings).
+            ``Constraint_Joint`` ids, as strings; a universal or Hooke joint
+            gives the joints ``"<id>.j_yoke"`` and ``"<id>.i_yoke"`` and the
+            massless link ``"<id>.cross"`` between them).
         friction: the `JointFriction` of the ``Force_JointFriction`` elements,
             one per element in file order (the system's ``friction_joints``);
             `None` without any (and then no friction joints).
@@ -271,8 +314,11 @@ class MotionSolveModel(NamedTuple):
             without one.
         num_steps: its ``num_step`` (output steps); `None` without one.
         q0: the joint coordinates of the file's configuration (MotionSolve's
-            ``AZ(I, J)``, rad, or ``DZ(I, J, J)``, m), shape ``(n_dof,)``.
-        joint_ids: the ``Constraint_Joint`` id of each entry of ``q``.
+            ``AZ(I, J)``, rad, or ``DZ(I, J, J)``, m; zero for the two yokes
+            of a universal or Hooke joint), shape ``(n_dof,)``.
+        joint_ids: the ``Constraint_Joint`` id of each entry of ``q`` (twice,
+            in the order of the tree joints ``"<id>.j_yoke"``/``"<id>.i_yoke"``,
+            for a universal or Hooke joint).
         friction_ids: the ``Force_JointFriction`` id of each friction element.
         lugre: per friction element, the attributes of MotionSolve's LuGre
             model, which the exact Coulomb law does not use: ``inactive``
@@ -593,10 +639,11 @@ def _load(root: ET.Element, label: str) -> MotionSolveModel:
     ends = {}
     for jid, r in joints.items():
         kind = r.text("type").upper()
-        if kind not in _JOINT_TYPES:
+        if kind not in _JOINT_TYPES and kind not in _UNIVERSAL:
             raise ValueError(
                 f"{r.where}: type {kind!r} is not supported yet (a RigidBodyTree has "
-                f"revolute, prismatic and fixed joints: {', '.join(_JOINT_TYPES)})."
+                "revolute, prismatic and fixed joints; this loader reads "
+                f"{', '.join((*_JOINT_TYPES, *sorted(_UNIVERSAL)))})."
             )
         i_marker, j_marker = marker(r, "i_marker_id"), marker(r, "j_marker_id")
         if i_marker.body == j_marker.body:
@@ -647,10 +694,13 @@ def _load(root: ET.Element, label: str) -> MotionSolveModel:
             "fixed base)."
         )
 
-    index = {body: k for k, body in enumerate(order)}
+    index: dict = {}  # body (or (joint, "cross")) -> its link's index
     frame = {base: (np.eye(3), np.zeros(3))}
     parents, types, axes, xyz, rot, masses, coms, inertias = ([] for _ in range(8))
-    q0, joint_ids, names = [], [], []
+    q0, joint_ids, names, links = [], [], [], []
+    # The tree joint(s) of each Constraint_Joint, by name: one, or for a
+    # universal joint {"j_yoke": ..., "i_yoke": ...}.
+    joint_names: dict[int, str | dict[str, str]] = {}
     for body in order:
         jid, parent, sign = entry[body]
         kind, i_marker, j_marker = ends[jid]
@@ -658,24 +708,69 @@ def _load(root: ET.Element, label: str) -> MotionSolveModel:
         r_parent, p_parent = frame[parent]
         r_c, p_c = inner.rotation, inner.position
         frame[body] = (r_c, p_c)
-        parents.append(index.get(parent, -1))
-        types.append(_JOINT_TYPES[kind])
-        axes.append((0.0, 0.0, float(sign)))
-        xyz.append(r_parent.T @ (outer.position - p_parent))
-        rot.append(r_parent.T @ outer.rotation)
+        position = _joint_position(joints[jid].where, kind, outer, inner, scale)
+        parent_index = index.get(parent, -1)
+        if kind in _UNIVERSAL:
+            # Revolute about the parent-side marker's z axis into a massless
+            # cross whose frame is that marker's at q = 0, then revolute about
+            # the child-side marker's z axis into the child; q = 0 is the
+            # file's configuration.
+            outer_yoke, inner_yoke = (
+                ("j_yoke", "i_yoke") if sign == 1 else ("i_yoke", "j_yoke")
+            )
+            index[(jid, "cross")] = len(parents)
+            parents.append(parent_index)
+            types.append("revolute")
+            axes.append((0.0, 0.0, 1.0))
+            xyz.append(r_parent.T @ (outer.position - p_parent))
+            rot.append(r_parent.T @ outer.rotation)
+            masses.append(0.0)
+            coms.append(np.zeros(3))
+            inertias.append(np.zeros((3, 3)))
+            names.append(f"{jid}.{outer_yoke}")
+            links.append(f"{jid}.cross")
+            parent_index = len(parents) - 1
+            r_parent, p_parent = outer.rotation, outer.position
+            joint_names[jid] = {
+                outer_yoke: f"{jid}.{outer_yoke}",
+                inner_yoke: f"{jid}.{inner_yoke}",
+            }
+            q0.append(0.0)
+            joint_ids.append(jid)
+            # The second joint's frame: the child-side marker, in the cross.
+            name, kind_tree, axis, origin = (
+                f"{jid}.{inner_yoke}",
+                "revolute",
+                (0.0, 0.0, 1.0),
+                inner,
+            )
+        else:
+            name, kind_tree, axis, origin = (
+                str(jid),
+                _JOINT_TYPES[kind],
+                (0.0, 0.0, float(sign)),
+                outer,
+            )
+            joint_names[jid] = name
+        index[body] = len(parents)
+        parents.append(parent_index)
+        types.append(kind_tree)
+        axes.append(axis)
+        xyz.append(r_parent.T @ (origin.position - p_parent))
+        rot.append(r_parent.T @ origin.rotation)
         mass, p_cg, tensor = inertials[body]
         masses.append(mass)
         coms.append(r_c.T @ (p_cg - p_c))
         inertias.append(r_c.T @ tensor @ r_c)
-        names.append(str(jid))
-        position = _joint_position(joints[jid].where, kind, outer, inner, scale)
+        names.append(name)
+        links.append(str(body))
         if kind != "FIXED":
-            q0.append(sign * position)
+            q0.append(0.0 if kind in _UNIVERSAL else sign * position)
             joint_ids.append(jid)
 
     gravity = _gravity(by_tag["Force_Gravity"], length / time**2)
     friction, lugre_friction, friction_ids, friction_joints, lugre = _friction(
-        by_tag["Force_JointFriction"], ends, units, ignored
+        by_tag["Force_JointFriction"], ends, joint_names, units, ignored
     )
     t1, num_steps = _simulate(by_tag["Simulate"], time)
 
@@ -691,7 +786,7 @@ def _load(root: ET.Element, label: str) -> MotionSolveModel:
         gravity=gravity,
         friction_joints=friction_joints,
         joint_names=names,
-        link_names=[str(body) for body in order],
+        link_names=links,
         base_name=str(base),
     )
     if ignored:
@@ -728,8 +823,22 @@ def _joint_position(
 ) -> float:
     """The joint coordinate of the file's configuration, measured from the
     parent-side marker `outer` to the child-side marker `inner` (rad or m);
-    raises if the markers violate the joint."""
+    raises if the markers violate the joint. A universal (Hooke) joint needs
+    coincident origins and perpendicular z axes; its coordinates are zero in the
+    file's configuration (0 returned)."""
     offset = inner.position - outer.position
+    if kind in _UNIVERSAL:
+        across = float(np.linalg.norm(offset))
+        cosine = float(inner.rotation[:, 2] @ outer.rotation[:, 2])
+        if across > _POSITION_TOLERANCE * scale or abs(cosine) > _AXIS_TOLERANCE:
+            raise ValueError(
+                f"{where}: its I and J markers do not meet the {kind} joint in the "
+                "file (they need the same origin and perpendicular z axes, the "
+                f"yoke axes; origins {across:.3g} m apart, the cosine between the "
+                f"z axes {cosine:.3g}). Give the assembled configuration: this "
+                "loader does not assemble the model."
+            )
+        return 0.0
     z = outer.rotation[:, 2]
     along = float(offset @ z) if kind == "TRANSLATIONAL" else 0.0
     across = float(np.linalg.norm(offset - along * z))
@@ -766,14 +875,22 @@ def _gravity(readers: list[_Reader], acceleration: float) -> np.ndarray:
     return np.array([r.number(f"grav_{c}", 0.0) for c in "xyz"]) * acceleration
 
 
-def _friction(readers: list[_Reader], ends: dict, units: dict, ignored: list[str]):
-    """`JointFriction`, the element ids, their joints and LuGre attributes."""
+def _friction(
+    readers: list[_Reader],
+    ends: dict,
+    joint_names: dict,
+    units: dict,
+    ignored: list[str],
+):
+    """`JointFriction`, the element ids, their joints (tree joint names) and
+    LuGre attributes."""
     length, force = units["length_unit"], units["force_unit"]
     time = units["time_unit"]
     elements = _unique("Force_JointFriction", readers)
     if not elements:
         return None, None, (), (), ()
     mu_s, mu_d, effects, loads, joints, lugre = [], [], [], [], [], []
+    rubbed: set[int] = set()  # joints with a friction element
     for r in elements.values():
         jid = r.integer("joint_id")
         if jid not in ends:
@@ -781,13 +898,14 @@ def _friction(readers: list[_Reader], ends: dict, units: dict, ignored: list[str
                 f"{r.where}: attribute 'joint_id' names Constraint_Joint id={jid}, "
                 "which does not exist."
             )
-        kind = ends[jid][0]
-        if kind not in _FRICTION_ATTRIBUTES:
+        joint_kind = ends[jid][0]
+        if joint_kind not in _LOAD_KIND:
             raise ValueError(
-                f"{r.where}: Constraint_Joint id={jid} is a {kind} joint; joint "
-                "friction is read on REVOLUTE and TRANSLATIONAL joints."
+                f"{r.where}: Constraint_Joint id={jid} is a {joint_kind} joint; "
+                f"joint friction is read on {', '.join(_LOAD_KIND)} joints."
             )
-        if str(jid) in joints:
+        kind = _LOAD_KIND[joint_kind]
+        if jid in rubbed:
             raise ValueError(
                 f"{r.where}: Constraint_Joint id={jid} already has a "
                 "Force_JointFriction (one per joint)."
@@ -809,7 +927,19 @@ def _friction(readers: list[_Reader], ends: dict, units: dict, ignored: list[str
             if other != kind:
                 for name in names:
                     if r.has(name):
-                        ignored.append(f"{r.tag}.{name} (not for a {kind} joint)")
+                        ignored.append(f"{r.tag}.{name} (not for a {joint_kind} joint)")
+        if joint_kind in _UNIVERSAL:
+            # "Friction on each of the yokes is modeled as for a revolute
+            # joint" (Comments 12, 14) with "yoke_choice: Specifies the yoke
+            # choice for hooke and universal joints" (no default documented):
+            # one element, on the chosen yoke; the I yoke when absent.
+            yoke = r.choice("yoke_choice", ("i_yoke", "j_yoke"), "i_yoke")
+            joints.append(joint_names[jid][yoke])
+        else:
+            if r.has("yoke_choice"):
+                ignored.append(f"{r.tag}.yoke_choice (not for a {joint_kind} joint)")
+            joints.append(joint_names[jid])
+        rubbed.add(jid)
         if kind == "REVOLUTE":
             load = RevoluteLoad(
                 pin_radius=r.number("pin_radius", 1.0, lower=0.0, lower_open=True)
@@ -842,7 +972,6 @@ def _friction(readers: list[_Reader], ends: dict, units: dict, ignored: list[str
         mu_d.append(dynamic)
         effects.append(r.choice("effect", ("all", "stiction", "sliding"), "All"))
         loads.append(load)
-        joints.append(str(jid))
         lugre.append(
             {
                 "inactive": r.choice("inactive", ("none", "static"), "None"),
@@ -941,7 +1070,8 @@ def load_motionsolve(path: str | os.PathLike) -> MotionSolveModel:
     units.
 
     Reads ``Param_Unit``, ``Reference_Marker``, ``Body_Rigid``,
-    ``Constraint_Joint`` (``REVOLUTE``, ``TRANSLATIONAL``, ``FIXED``),
+    ``Constraint_Joint`` (``REVOLUTE``, ``TRANSLATIONAL``, ``FIXED``,
+    ``UNIVERSAL``, ``HOOKE``: two revolute joints through a massless cross),
     ``Force_Gravity``, ``Force_JointFriction`` and ``Command/Simulate``
     (Altair MotionSolve Reference Guide, Param_Unit / Reference_Marker /
     Body_Rigid / Constraint_Joint / Force_Gravity / Force_JointFriction /
@@ -964,10 +1094,11 @@ def load_motionsolve(path: str | os.PathLike) -> MotionSolveModel:
             a reference to a marker, body or joint that does not exist, a body
             without mass, a value out of range, each naming the element (tag
             and id) and the attribute; joint types other than ``REVOLUTE``,
-            ``TRANSLATIONAL`` and ``FIXED`` ("not supported yet", with the
-            joint's id), markers given relative to another marker, closed
-            loops and floating bodies, joint markers that do not meet their
-            joint.
+            ``TRANSLATIONAL``, ``FIXED``, ``UNIVERSAL`` and ``HOOKE`` ("not
+            supported yet", with the joint's id), markers given relative to
+            another marker, closed loops and floating bodies, joint markers that
+            do not meet their joint (a universal or Hooke joint's: origins apart
+            or ``z`` axes not perpendicular).
     """
     return _load(*_root(os.fspath(path), False))
 
