@@ -393,3 +393,22 @@ def test_stick_margin_of_a_load_dependent_law_says_what_to_pass():
     reactions = _rotor().joint_reactions(*(jnp.zeros(1),) * 5)
     margin = stick_margin(law.at_reactions(reactions), jnp.zeros(1))
     np.testing.assert_allclose(margin, [_static_limit(0.5)], rtol=1e-14)
+
+
+def test_reverse_mode_gradient_equals_forward_mode(breakaway):
+    # jax.grad (diffrax's checkpointed reverse mode through the segment scan,
+    # optimistix's implicit adjoint through the load coupling) against the
+    # forward-mode Jacobian, itself checked against central differences above
+    # (measured 3e-11 to 8e-11 relative between reverse mode and differences).
+    params, jac, _ = breakaway
+
+    def final_angle(p):
+        law = jf.JointFriction(p[0], p[1], loads=(_load(),))
+        sol = jf.simulate(
+            _rotor(), law, q0=jnp.zeros(1), qd0=jnp.zeros(1), t1=T1, ts=TS,
+            force=_Ramp(p[2]),
+        )  # fmt: skip
+        return sol.q[-1, 0]
+
+    grad = jax.jit(jax.grad(final_angle))(params[:3])
+    np.testing.assert_allclose(grad, jac[0, :3], rtol=1e-9)
