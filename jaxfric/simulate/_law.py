@@ -22,8 +22,9 @@ class AbstractFrictionLaw(eqx.Module):
     simulation_path: eqx.AbstractClassVar["AbstractPath"]
     #: Whether the law's levels depend on the joints' reaction loads
     #: (`at_reactions`), which depend on the accelerations and so on the
-    #: friction itself: the switch path then solves that coupling at every
-    #: evaluation (`jaxfric.friction.JointFriction`).
+    #: friction itself: the law's path then solves that coupling at every
+    #: evaluation (`jaxfric.friction.JointFriction` on the switch path,
+    #: `jaxfric.friction.JointLuGre` on the dynamic-law path).
     load_dependent: ClassVar[bool] = False
 
     def parameter_checks(self) -> tuple[AbstractCheck, ...]:

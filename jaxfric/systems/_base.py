@@ -146,7 +146,8 @@ class AbstractSystem(eqx.Module):
         at the state ``(q, q̇, q̈)`` under the generalised forces `applied` and
         the friction `friction` (N or N·m): the loads of reaction-load friction
         (`jaxfric.friction.JointFriction`). Only systems made of joints have
-        them (`RigidBodyTree`); the default raises `NotImplementedError`.
+        them (`RigidBodyTree`, `ClosedChain`); the default raises
+        `NotImplementedError`.
         """
         del q, qd, qdd, applied, friction
         raise NotImplementedError(
