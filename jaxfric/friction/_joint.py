@@ -63,6 +63,17 @@ class AbstractJointLoad(eqx.Module):
     kind: eqx.AbstractClassVar[str]
     #: Names of the four contributions `contributions` returns, in order.
     contribution_names: eqx.AbstractClassVar[tuple[str, str, str, str]]
+    #: MotionSolve's ``inputs``: four bits, preload, reaction force, bending
+    #: moment, torsional moment.
+    inputs: eqx.AbstractVar[str]
+
+    def __check_init__(self):
+        _input_bits(self.inputs)
+        raise_if_invalid(self.parameter_checks())
+
+    @abc.abstractmethod
+    def parameter_checks(self) -> tuple:
+        """The ranges of the geometry and preload (MotionSolve's attributes)."""
 
     @abc.abstractmethod
     def normal_loads(
@@ -129,12 +140,7 @@ class RevoluteLoad(AbstractJointLoad):
         "preload",
     )
 
-    def __check_init__(self):
-        _input_bits(self.inputs)
-        raise_if_invalid(self.parameter_checks())
-
     def parameter_checks(self):
-        """The ranges of the geometry and preload (MotionSolve's attributes)."""
         return (
             InRange("pin_radius", self.pin_radius, lower=0.0, lower_open=True),
             InRange("friction_arm", self.friction_arm, lower=0.0),
@@ -206,16 +212,13 @@ class TranslationalLoad(AbstractJointLoad):
     )
 
     def __check_init__(self):
-        _input_bits(self.inputs)
         if self.overlap_delta not in _OVERLAP:
             raise ValueError(
                 f"`overlap_delta` must be one of {tuple(_OVERLAP)}; got "
                 f"{self.overlap_delta!r}."
             )
-        raise_if_invalid(self.parameter_checks())
 
     def parameter_checks(self):
-        """The ranges of the geometry and preload (MotionSolve's attributes)."""
         return (
             InRange("reaction_arm", self.reaction_arm, lower=0.0, lower_open=True),
             InRange(
@@ -264,6 +267,16 @@ def _check_loads(law, loads, max_iterations) -> None:
                 f"`{name}` must be a scalar or have one entry per element of "
                 f"`loads` ({len(loads)}); got {size} entries."
             )
+
+
+def _coefficient_checks(law) -> tuple:
+    """``0 < μ_d <= μ_s`` and the load models' own ranges, shared by
+    `JointFriction` and `JointLuGre`."""
+    return (
+        InRange("mu_static", law.mu_static, lower=0.0, lower_open=True),
+        InRange("mu_dynamic", law.mu_dynamic, lower=0.0, lower_open=True),
+        AtLeast("mu_static", law.mu_static, "mu_dynamic", law.mu_dynamic),
+    ) + tuple(c for load in law.loads for c in load.parameter_checks())
 
 
 def _check_kinds(loads, reactions: JointReactions) -> None:
@@ -333,13 +346,7 @@ class JointFriction(AbstractFrictionLaw):
         _check_loads(self, self.loads, self.max_iterations)
 
     def parameter_checks(self):
-        own = (
-            InRange("mu_static", self.mu_static, lower=0.0, lower_open=True),
-            InRange("mu_dynamic", self.mu_dynamic, lower=0.0, lower_open=True),
-        )
-        ordered = (AtLeast("mu_static", self.mu_static, "mu_dynamic", self.mu_dynamic),)
-        nested = tuple(c for load in self.loads for c in load.parameter_checks())
-        return own + ordered + nested
+        return _coefficient_checks(self)
 
     def ordered_levels(self):
         return (("mu_static", "mu_dynamic"),)
@@ -470,10 +477,7 @@ class JointLuGre(AbstractFrictionLaw):
         _check_loads(self, self.loads, self.max_iterations)
 
     def parameter_checks(self):
-        return (
-            InRange("mu_static", self.mu_static, lower=0.0, lower_open=True),
-            InRange("mu_dynamic", self.mu_dynamic, lower=0.0, lower_open=True),
-            AtLeast("mu_static", self.mu_static, "mu_dynamic", self.mu_dynamic),
+        return _coefficient_checks(self) + (
             InRange(
                 "bristle_stiffness", self.bristle_stiffness, lower=0.0, lower_open=True
             ),
@@ -485,7 +489,7 @@ class JointLuGre(AbstractFrictionLaw):
                 lower=0.0,
                 lower_open=True,
             ),
-        ) + tuple(c for load in self.loads for c in load.parameter_checks())
+        )
 
     def ordered_levels(self):
         return (("mu_static", "mu_dynamic"),)

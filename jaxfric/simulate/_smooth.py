@@ -139,8 +139,11 @@ class _LoadedDynamicFriction(eqx.Module):
     system: AbstractSystem
 
     def __call__(self, t, q, qd, applied, slip_velocity: SlipVector, state):
+        # The same `dynamics` as the vector field's `acceleration` (computed
+        # once after common-subexpression elimination).
+        dynamics = self.system.dynamics(q, qd)
         acc_net, minv_jt, _ = free_acceleration(
-            self.system, q, qd, applied - self.system.bias_force(q, qd)
+            self.system, q, qd, applied - dynamics.bias, dynamics
         )
         _, law_at, converged = solve_load_coupling(
             self.system,
