@@ -44,7 +44,11 @@ def _ours(model, q, qd, qdd, tau):
     """Every quantity for a batch of states: one compilation per robot."""
 
     def one(q, qd, qdd, tau):
+        # What a simulation evaluates: M and C q̇ + g from one kinematics pass.
+        one_pass_mass, nle = rigid.mass_matrix_and_bias(model, q, qd)
         return dict(
+            one_pass_mass=one_pass_mass,
+            nle=nle,
             mass_matrix=rigid.mass_matrix(model, q),
             rnea=rigid.inverse_dynamics(model, q, qd, qdd),
             aba=rigid.forward_dynamics(model, q, qd, tau),
@@ -58,12 +62,13 @@ def _ours(model, q, qd, qdd, tau):
 
 def _pinocchio(model, links, q, qd, qdd, tau):
     data = model.createData()
-    out = {k: [] for k in ("mass_matrix", "rnea", "aba", "gravity", "wrenches")}
+    out = {k: [] for k in ("mass_matrix", "rnea", "aba", "gravity", "wrenches", "nle")}
     out["link_rotation"], out["link_translation"] = [], []
     for x, v, a, t in zip(q, qd, qdd, tau, strict=True):
         xp = pinocchio_configuration(model, x)
         mass = pin.crba(model, data, xp)
         out["mass_matrix"].append(np.triu(mass) + np.triu(mass, 1).T)
+        out["nle"].append(pin.nonLinearEffects(model, data, xp, v).copy())
         out["rnea"].append(pin.rnea(model, data, xp, v, a).copy())
         # data.f after rnea: the force each joint transmits (linear, angular).
         out["wrenches"].append(
@@ -75,7 +80,9 @@ def _pinocchio(model, links, q, qd, qdd, tau):
         placements = [data.oMf[model.getFrameId(name)] for name in links]
         out["link_rotation"].append([p.rotation.copy() for p in placements])
         out["link_translation"].append([p.translation.copy() for p in placements])
-    return {k: np.asarray(v) for k, v in out.items()}
+    out = {k: np.asarray(v) for k, v in out.items()}
+    out["one_pass_mass"] = out["mass_matrix"]
+    return out
 
 
 @pytest.fixture(scope="module", params=sorted(_ROBOTS))
@@ -98,7 +105,8 @@ def _relative_error(ours, ref) -> float:
 
 
 @pytest.mark.parametrize(
-    "quantity", ["mass_matrix", "rnea", "aba", "gravity", "wrenches"]
+    "quantity",
+    ["mass_matrix", "rnea", "aba", "gravity", "wrenches", "one_pass_mass", "nle"],
 )
 def test_dynamics_match_pinocchio(robot, quantity):
     _, ours, ref = robot

@@ -216,6 +216,64 @@ def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
     )
 
 
+@eqx.filter_custom_jvp
+def _restart(t, y, seg: _Segment):
+    """The start state of a segment solved from ``stop_gradient(t)``: `y` in
+    value; in derivatives the flow from ``(t, y)`` back to that fixed time,
+    ``y − f·δ + ½(f_t + f_y f)·δ²`` with ``δ = t − stop_gradient(t)`` (zero in
+    value, so only derivatives see it), ``f`` the segment's vector field.
+
+    With a differentiated start time diffrax moves every step with it while
+    steps clipped onto `jump_ts` stay put, and the gradient through a
+    `Tabulated` breakaway was 2e-6 off (5e-6 relative; 2.5e-9 this way, against
+    central differences and a converged run). The ``δ²`` term makes second
+    derivatives right: without it ``∂²y/∂t²`` was ``−2f_t`` instead of
+    ``−f_t + f_y f``, and the excitation-design gradient (a derivative of
+    first-order sensitivities) was 0.38 off. As a custom JVP, a program that
+    is not differentiated evaluates no vector field here (three fewer copies
+    of the stick solve to compile).
+    """
+    del t, seg
+    return y
+
+
+@_restart.def_jvp
+def _restart_jvp(primals, tangents):
+    t, y, seg = primals
+    t_dot, y_dot, seg_dot = tangents
+    t_dot = jnp.zeros_like(t) if t_dot is None else t_dot
+    y_dot = jax.tree.map(
+        lambda d, v: jnp.zeros_like(v) if d is None else d,
+        y_dot,
+        y,
+        is_leaf=lambda d: d is None,
+    )
+    rate, rate_dot = eqx.filter_jvp(_vector_field, (t, y, seg), (t_dot, y_dot, seg_dot))
+    # f_t + f_y f, without a gradient: it multiplies δ².
+    t_0, y_0, rate_0 = jax.lax.stop_gradient((t, y, rate))
+    _, curvature = jax.jvp(
+        lambda t_, y_: _vector_field(t_, y_, seg),
+        (t_0, y_0),
+        (jnp.ones_like(t_0), rate_0),
+    )
+    curvature = jax.lax.stop_gradient(curvature)
+    # y − f·δ + ½c·δ² and its tangent (dδ = dt), δ kept as an expression: a
+    # derivative of this rule (second derivatives, or an outer derivative of
+    # a later segment that starts from this one's end) sees the flow too.
+    shift = t - jax.lax.stop_gradient(t)
+    out = jax.tree.map(
+        lambda v, f, ddy: v - f * shift + 0.5 * ddy * shift**2, y, rate, curvature
+    )
+    out_dot = jax.tree.map(
+        lambda dy, f, df, ddy: dy - f * t_dot + shift * (ddy * t_dot - df),
+        y_dot,
+        rate,
+        rate_dot,
+        curvature,
+    )
+    return out, out_dot
+
+
 def _event_condition(t, y, args: _Segment, **kwargs):
     """One real condition for all elements, crossing zero downwards at the first
     element event.
@@ -330,6 +388,10 @@ class _Carry(eqx.Module):
     x: Float[Array, " c"]
     modes: Int[Array, " m"]
     hold: Bool[Array, " dof"]
+    # The modes at `t` are still to be decided (`_switch` at the start of the
+    # next segment): at the start, and after an event; `hit`: after an event.
+    pending: Bool[Array, ""]
+    hit: Bool[Array, ""]
     done: Bool[Array, ""]
     result: RESULTS
     num_events: Int[Array, ""]
@@ -337,23 +399,6 @@ class _Carry(eqx.Module):
     dip_history: tuple  # `DipGuard` history at `t` (none after an event)
     saved: tuple  # (q, qd, x, modes, filled) at `ts`
     stats: dict
-
-
-def _initial_modes(system, law, force, t0, q0, qd0, x0):
-    """``(modes, q̇, hold, ok)`` at the start, as `_switch` returns them: the
-    sign of each slip velocity; exact zeros are decided by the consistent-mode
-    loop like the elements at an event."""
-    slip0 = system.slip_velocity(q0, qd0)
-    modes0 = jnp.sign(slip0).astype(jnp.int32)
-    at_zero0 = slip0 == 0
-    no = jnp.zeros(slip0.shape, dtype=bool)
-    net0, _, dynamics = _net_force(system, force, t0, q0, qd0, x0)
-    friction0, _ = friction_and_acceleration(
-        system, law, q0, qd0, net0, modes0, dynamics=dynamics
-    )
-    return _switch(
-        system, law, q0, qd0, net0, friction0, modes0, at_zero0, no, dynamics
-    )
 
 
 def _save_stops(ts, t1) -> tuple[int, Float[Array, " k"]]:
@@ -447,9 +492,41 @@ def _switching_elements(system, law, force, modes, t_e, y_e, event_hit, time_tol
     return net, friction, at_zero, breakaway, dynamics
 
 
-def _segment_result(solve_result, switched, num_events, max_events) -> RESULTS:
-    """The result after a segment: its solve's code, `switched` whether the
-    modes at its end were found (or none were needed)."""
+def _switch_pending(system, law, force, c: "_Carry", time_tol) -> "_Carry":
+    """`c` with its modes decided where they are pending (the start of the
+    simulation and every event; `_switch`), else unchanged.
+
+    Run at the start of every segment, so that the switch is in the traced
+    program once: the compile time of a simulation grows with every copy of
+    the stick solve. A switch whose stick forces are not finite ends the
+    simulation with ``RESULTS.stick_solve_failed`` at `c`'s state.
+    """
+    y = (c.q, c.qd, c.x)
+    net, friction, at_zero, breakaway, dynamics = _switching_elements(
+        system, law, force, c.modes, c.t, y, c.hit, time_tol
+    )
+    modes, qd, hold, ok = _switch(
+        system, law, c.q, c.qd, net, friction, c.modes, at_zero, breakaway, dynamics
+    )
+    apply = c.pending & ~c.done
+    failed = apply & ~ok
+    return eqx.tree_at(
+        lambda k: (k.qd, k.modes, k.hold, k.pending, k.done, k.result),
+        c,
+        (
+            jnp.where(apply & ok, qd, c.qd),
+            jnp.where(apply & ok, modes, c.modes),
+            jnp.where(apply & ok, hold, c.hold),
+            c.pending & ~apply,
+            c.done | failed,
+            RESULTS.where(failed, RESULTS.stick_solve_failed, c.result),
+        ),
+    )
+
+
+def _segment_result(solve_result, num_events, max_events) -> RESULTS:
+    """The result after a segment: its solve's code (the modes after an event
+    are decided at the start of the next segment, `_switch_pending`)."""
     event_hit = solve_result == diffrax.RESULTS.event_occurred
     reached = solve_result == diffrax.RESULTS.successful
     # With an explicit solver only the event's root find gives these; a
@@ -460,7 +537,7 @@ def _segment_result(solve_result, switched, num_events, max_events) -> RESULTS:
     )
     result = RESULTS.where(
         event_hit | reached,
-        RESULTS.where(switched, RESULTS.successful, RESULTS.stick_solve_failed),
+        RESULTS.successful,
         RESULTS.where(
             root_failed, RESULTS.event_location_failed, classify(solve_result)
         ),
@@ -601,7 +678,9 @@ class SwitchPath(AbstractPath):
             for_backend(solver, adjoint), _element_conditions, lambda s: s.dip_history
         )
         x0 = force_state0(force, q0, qd0)
-        modes0, qd0, hold0, ok0 = _initial_modes(system, law, force, t0, q0, qd0, x0)
+        # The modes at the start are decided by the first segment's switch,
+        # from the signs of the slip velocities (exact zeros: candidates).
+        modes0 = jnp.sign(system.slip_velocity(q0, qd0)).astype(jnp.int32)
         chunk, stops = _save_stops(ts, t1)
         num_stops = stops.shape[0]
 
@@ -628,9 +707,11 @@ class SwitchPath(AbstractPath):
             qd=tie(qd0),
             x=tie(x0),
             modes=modes0,
-            hold=hold0,
-            done=~ok0,
-            result=RESULTS.where(ok0, RESULTS.successful, RESULTS.stick_solve_failed),
+            hold=jnp.zeros((n,), dtype=bool),
+            pending=jnp.array(True),
+            hit=jnp.array(False),
+            done=jnp.array(False),
+            result=RESULTS.successful,
             num_events=zero,
             next_stop=jnp.searchsorted(stops, t0, side="right").astype(jnp.int32),
             dip_history=no_history(m, dtype),
@@ -641,35 +722,20 @@ class SwitchPath(AbstractPath):
         def run_segment(c: _Carry):
             # Members of a batch that are done run a zero-length solve, then are
             # restored from `c` below.
+            # Segments that start at a save time need no switch (under `vmap`:
+            # unless some member does).
+            c = jax.lax.cond(
+                eqxi.unvmap_any(c.pending & ~c.done),
+                lambda c: _switch_pending(system, law, force, c, time_tol),
+                lambda c: c,
+                c,
+            )
             # The solve starts at the start time without its gradient; the start
-            # state carries it instead: the flow from (t₀, y₀) back to the fixed
-            # time, ``y₀ − f·δ + ½(f_t + f_y f)·δ²`` with δ = t₀ − stop_gradient(t₀)
-            # (zero in value, so only derivatives see it). With a differentiated
-            # `t0` diffrax moves every step with it while steps clipped onto
-            # `jump_ts` stay put, and the gradient through a `Tabulated` breakaway
-            # was 2e-6 off (5e-6 relative; 2.5e-9 this way, against central
-            # differences and a converged run). The δ² term makes second
-            # derivatives right: without it ∂²y/∂t₀² was −2f_t instead of
-            # −f_t + f_y f, and the excitation-design gradient (a derivative of
-            # first-order sensitivities) was 0.38 off.
+            # state carries it instead (`_restart`).
             t_start = jnp.where(c.done, t1, c.t)
             t_fixed = jax.lax.stop_gradient(t_start)
             seg = _Segment(system, law, force, c.modes, c.hold, t_fixed, c.dip_history)
-            y_c = (c.q, c.qd, c.x)
-            rate = _vector_field(t_start, y_c, seg)
-            # f_t + f_y f, without a gradient: it multiplies δ².
-            _, curvature = jax.jvp(
-                lambda t, y: _vector_field(t, y, seg),
-                jax.lax.stop_gradient((t_start, y_c)),
-                jax.lax.stop_gradient((jnp.ones_like(t_start), rate)),
-            )
-            shift = t_start - t_fixed
-            y_start = jax.tree.map(
-                lambda y, dy, ddy: y - dy * shift + 0.5 * ddy * shift**2,
-                y_c,
-                rate,
-                curvature,
-            )
+            y_start = _restart(t_start, (c.q, c.qd, c.x), seg)
             t_start = t_fixed
             # The segment ends at the next stop (or an event).
             stop = jnp.minimum(c.next_stop, num_stops - 1)
@@ -699,28 +765,8 @@ class SwitchPath(AbstractPath):
             saved = _save_segment(
                 c, ts, t1, chunk, first, t_start, t_e, (q_e, qd_e, x_e), at_seg_ts
             )
-            net, friction, at_zero, breakaway, dynamics = _switching_elements(
-                system, law, force, c.modes, t_e, (q_e, qd_e, x_e), event_hit, time_tol
-            )
-            modes, qd_switched, hold, ok = _switch(
-                system,
-                law,
-                q_e,
-                qd_e,
-                net,
-                friction,
-                c.modes,
-                at_zero,
-                breakaway,
-                dynamics,
-            )
-            qd_e = jnp.where(event_hit, qd_switched, qd_e)
-            modes = jnp.where(event_hit, modes, c.modes)
-            hold = jnp.where(event_hit, hold, c.hold)
             num_events = c.num_events + event_hit.astype(jnp.int32)
-            result = _segment_result(
-                sol.result, ok | ~event_hit, num_events, options.max_events
-            )
+            result = _segment_result(sol.result, num_events, options.max_events)
             stats = {name: c.stats[name] + sol.stats[name] for name in _STEP_COUNTERS}
             evals = per_step * sol.stats["num_steps"] + evals_at_start
             stats["num_vf_evals"] = c.stats["num_vf_evals"] + evals
@@ -729,8 +775,10 @@ class SwitchPath(AbstractPath):
                 q=q_e,
                 qd=qd_e,
                 x=x_e,
-                modes=modes,
-                hold=hold,
+                modes=c.modes,
+                hold=c.hold,
+                pending=event_hit,
+                hit=event_hit,
                 done=(result != RESULTS.successful) | (t_e >= t1),
                 result=result,
                 num_events=num_events,

@@ -9,6 +9,7 @@ from ._dynamics import (
     inverse_dynamics as inverse_dynamics,
     joint_wrenches as joint_wrenches,
     mass_matrix as mass_matrix,
+    mass_matrix_and_bias as mass_matrix_and_bias,
 )
 from ._kinematics import (
     forward_kinematics as forward_kinematics,

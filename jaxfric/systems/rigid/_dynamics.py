@@ -38,7 +38,7 @@ def _tree_sum(mask, x):
     return jnp.where(mask[:, :, None], x[None, :, :], 0.0).sum(axis=1)
 
 
-def _rnea(model: TreeModel, q, qd, qdd, external=None):
+def _rnea(model: TreeModel, q, qd, qdd, external=None, world=None):
     """Recursive Newton–Euler (Featherstone 2008, Table 5.1) in the base frame.
 
     ``V_i = Σ_{j ≼ i} S_j q̇_j``; ``A_i = −g + Σ_{j ≼ i} (S_j q̈_j + V_j ×m S_j q̇_j)``
@@ -49,9 +49,11 @@ def _rnea(model: TreeModel, q, qd, qdd, external=None):
     are subtracted from the body forces (Featherstone 2008, Eq. 5.9).
 
     Returns ``(τ, F_moment, F_force, rot_w, pos_w)`` with ``F`` in base
-    coordinates about the base origin.
+    coordinates about the base origin. `world`: `_world` at `q` when the
+    caller has it.
     """
-    st, rot_w, pos_w, (s_w, s_v), inertia = _world(model, q)
+    world = _world(model, q) if world is None else world
+    st, rot_w, pos_w, (s_w, s_v), inertia = world
     anc, sub = st.ancestors, st.ancestors.T
     u_w, u_v = s_w * qd[:, None], s_v * qd[:, None]
     velocity = _tree_sum(anc, jnp.concatenate([u_w, u_v], axis=1))
@@ -129,21 +131,9 @@ def gravity_force(model: TreeModel, q: Vector) -> Vector:
     return _rnea(model, q, zero, zero)[0]
 
 
-@jax.jit
-def mass_matrix(model: TreeModel, q: Vector) -> Matrix:
-    """Joint-space mass matrix by the composite rigid body algorithm
-    (Featherstone 2008, Table 6.2) in the base frame:
-    ``M_ji = S_jᵀ I^c_i S_i`` for ``j`` an ancestor of (or equal to) ``i``, with
-    ``I^c_i`` the inertia of the subtree rooted at body ``i``.
-
-    Args:
-        model: the tree.
-        q: joint positions, shape ``(dof,)``.
-
-    Returns:
-        ``M(q)``, symmetric, shape ``(dof, dof)``, kg·m² / kg.
-    """
-    st, _, _, (s_w, s_v), (mass, first_moment, inertia) = _world(model, q)
+def _crba(world) -> Matrix:
+    """`mass_matrix` from `_world`'s terms."""
+    st, _, _, (s_w, s_v), (mass, first_moment, inertia) = world
     packed = jnp.concatenate(
         [mass[:, None], first_moment, inertia.reshape(-1, 9)], axis=1
     )
@@ -162,6 +152,39 @@ def mass_matrix(model: TreeModel, q: Vector) -> Matrix:
     )
     upper = jnp.where(st.ancestors.T, coupling, 0.0)
     return upper + upper.T - jnp.diag(jnp.diag(coupling))
+
+
+@jax.jit
+def mass_matrix(model: TreeModel, q: Vector) -> Matrix:
+    """Joint-space mass matrix by the composite rigid body algorithm
+    (Featherstone 2008, Table 6.2) in the base frame:
+    ``M_ji = S_jᵀ I^c_i S_i`` for ``j`` an ancestor of (or equal to) ``i``, with
+    ``I^c_i`` the inertia of the subtree rooted at body ``i``.
+
+    Args:
+        model: the tree.
+        q: joint positions, shape ``(dof,)``.
+
+    Returns:
+        ``M(q)``, symmetric, shape ``(dof, dof)``, kg·m² / kg.
+    """
+    return _crba(_world(model, q))
+
+
+@jax.jit
+def mass_matrix_and_bias(
+    model: TreeModel, q: Vector, qd: Vector
+) -> tuple[Matrix, Vector]:
+    """`mass_matrix` and `bias_force` from one forward kinematics pass (what a
+    simulation evaluates at every state; one copy of the kinematics in the
+    compiled program instead of two).
+
+    Returns:
+        ``(M(q), C(q, q̇) q̇ + g(q))``: kg·m² / kg, shape ``(dof, dof)``; N·m or
+        N, shape ``(dof,)``.
+    """
+    world = _world(model, q)
+    return _crba(world), _rnea(model, q, qd, jnp.zeros_like(qd), world=world)[0]
 
 
 @jax.jit

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..._check import InRange, check_range, is_concrete
 from ..._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
-from .._base import AbstractSystem, JointReactions
+from .._base import AbstractSystem, Dynamics, JointReactions
 from . import _dynamics, _kinematics
 from ._model import TreeModel, build_model, diagonal_at_zero
 
@@ -106,6 +106,12 @@ def _mass_matrix(system: "RigidBodyTree", q):
 @jax.jit
 def _bias_force(system: "RigidBodyTree", q, qd):
     return _dynamics.bias_force(system.model, q, qd) + system.damping * qd
+
+
+@jax.jit
+def _mass_and_bias(system: "RigidBodyTree", q, qd):
+    mass, bias = _dynamics.mass_matrix_and_bias(system.model, q, qd)
+    return mass + jnp.diag(system.armature), bias + system.damping * qd
 
 
 @jax.jit
@@ -233,6 +239,18 @@ class RigidBodyTree(AbstractSystem):
     def bias_force(self, q: Vector, qd: Vector) -> Vector:
         self.check_vectors(q=q, qd=qd)
         return _bias_force(self, q, qd)
+
+    def dynamics(self, q: Vector, qd: Vector) -> Dynamics:
+        """`AbstractSystem.dynamics` with ``M`` and ``h`` from one forward
+        kinematics pass (`mass_matrix_and_bias`)."""
+        self.check_vectors(q=q, qd=qd)
+        mass, bias = _mass_and_bias(self, q, qd)
+        return Dynamics(
+            mass,
+            bias,
+            self.friction_jacobian(q),
+            self.friction_jacobian_dot_qd(q, qd),
+        )
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
         self.check_vectors(q=q)
