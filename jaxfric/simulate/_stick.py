@@ -9,6 +9,7 @@ box-constrained LCP (`_lcp.box_lcp`), not on enumerating ``3^m`` mode sets.
 
 from typing import NamedTuple
 
+import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
@@ -326,6 +327,9 @@ def friction_and_acceleration(
     return friction, acc
 
 
+# Jitted: traced once per signature wherever it is called again (every stick
+# solve of the switch path goes through here; shorter tracing of gradients).
+@eqx.filter_jit
 def friction_at_modes(
     system: AbstractSystem,
     law: AbstractFrictionLaw,

@@ -188,6 +188,11 @@ def _net_force(system, force, t, q, qd, x) -> tuple[Vector, Array, Dynamics]:
     return applied - dynamics.bias, rate, dynamics
 
 
+# Jitted: each is traced once per signature and reused wherever a
+# transformation (the checkpointed adjoint's passes, the restart's JVP, the
+# event's root find) traces it again: `jax.grad` of a 4-DoF robot's
+# simulation traced in 11.7 s instead of 15.6 s. XLA inlines the calls.
+@eqx.filter_jit
 def _vector_field(t, y, seg: _Segment):
     q, qd, x = y
     net, rate, dynamics = _net_force(seg.system, seg.force, t, q, qd, x)
@@ -202,6 +207,7 @@ def _vector_field(t, y, seg: _Segment):
     return dq, dqd, rate
 
 
+@eqx.filter_jit
 def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
     """Per element, a quantity positive inside the segment that reaches zero at
     the element's event: ``mode·s`` when slipping, the stick margin when stuck."""
