@@ -825,10 +825,19 @@ class SwitchPath(AbstractPath):
         def skip_segment(c: _Carry):
             return c, jnp.asarray(jnp.inf, dtype)
 
+        # Reverse mode recomputes each segment from its start (`jax.checkpoint`)
+        # instead of keeping every intermediate of every segment: the gradient
+        # of a `vmap` batch of 1000 oscillators (101 saves) peaked at 7.0 GB and
+        # ran in 3.97 s, now 1.5 GB and 1.35 s; one robot's `jax.grad` compiles
+        # ~3 s longer (31.5 -> 34.5 s, branched.urdf) and runs 7 % longer.
+        run_checkpointed = jax.checkpoint(run_segment)
+
         def body(c: _Carry, _):
             # Under vmap the predicate is unbatched: segments run while any member
             # of the batch is still going.
-            return jax.lax.cond(eqxi.unvmap_all(c.done), skip_segment, run_segment, c)
+            return jax.lax.cond(
+                eqxi.unvmap_all(c.done), skip_segment, run_checkpointed, c
+            )
 
         # Enough segments for `max_events` events (and the one that spends the
         # budget) and one per stop.
