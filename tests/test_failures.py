@@ -35,9 +35,9 @@ class NaNAfter(AbstractStatelessForce):
 
 @pytest.fixture(scope="module")
 def batch():
-    """One vmapped switch-path solve with its gradient (one compile), two
-    members: successful (fc = 1, one event) and event budget spent (fc = 0.1,
-    max_events = 2)."""
+    """One vmapped switch-path solve with its gradient (one compile), three
+    members: successful (fc = 1, one event), event budget spent (fc = 0.1,
+    max_events = 2) and a NaN start (traced, so only the result can say)."""
 
     def end(fc, x0):
         sol = jf.simulate(
@@ -47,7 +47,7 @@ def batch():
 
     value_and_grad = jax.value_and_grad(end, argnums=(0, 1), has_aux=True)
     (q_end, result), grads = jax.vmap(value_and_grad)(
-        jnp.array([1.0, 0.1]), jnp.full(2, X0)
+        jnp.array([1.0, 0.1, 1.0]), jnp.array([X0, X0, jnp.nan])
     )
     return q_end, result, np.stack([np.asarray(g) for g in grads], axis=1)
 
@@ -61,6 +61,30 @@ def test_failed_solve_has_nan_gradient(batch):
     np.testing.assert_allclose(grads[0], [2.0, -1.0], atol=GRAD_TOL)
     # The failed member: NaN value and NaN gradient (0.0 before: a flat loss).
     assert np.isnan(q_end[1]) and np.all(np.isnan(grads[1]))
+
+
+def test_traced_nan_start_is_a_result_without_throw(batch):
+    _, result, grads = batch
+    assert (result == jf.RESULTS.nonfinite_state)[2]
+    assert np.all(np.isnan(grads[2]))
+
+
+def test_no_host_callbacks_without_throw():
+    # A program with host callbacks is never written to JAX's persistent
+    # compilation cache. With throw=False and at most 33 saved times (no
+    # diffrax SubSaveAt, whose own checks are callbacks) there are none.
+    def end(fc, x0):
+        sol = jf.simulate(OSC, jf.Coulomb(fc), x0, 0.0, 10.0, num_save=33, throw=False)
+        return sol.q
+
+    def callbacks(jaxpr):
+        found = 0
+        for eqn in jaxpr.eqns:
+            found += "callback" in eqn.primitive.name
+            found += sum(map(callbacks, jax.extend.core.jaxprs_in_params(eqn.params)))
+        return found
+
+    assert callbacks(jax.make_jaxpr(end)(1.0, X0).jaxpr) == 0
 
 
 def test_nan_force_is_named_not_max_steps():

@@ -34,8 +34,13 @@ def as_force(force, t0, q0, qd0) -> AbstractForce | None:
     )
 
 
-def state_vector(name: str, value, n: int):
-    """Convert an initial position/velocity to shape ``(n,)``, checking it."""
+def state_vector(name: str, value, n: int, throw: bool = True):
+    """Convert an initial position/velocity to shape ``(n,)``, checking it.
+
+    A concrete non-finite entry raises `ValueError`; a traced one raises through
+    `eqx.error_if` with `throw`, else `_solve` reports it as
+    ``RESULTS.nonfinite_state`` (a program without host callbacks, which JAX's
+    persistent compilation cache can keep)."""
     arr = jnp.asarray(value, dtype=float)
     if arr.ndim == 0:
         arr = jnp.broadcast_to(arr, (n,))
@@ -45,6 +50,8 @@ def state_vector(name: str, value, n: int):
             f"shape {arr.shape}."
         )
     check_finite(name, arr)
+    if not throw:
+        return arr
     return eqx.error_if(arr, ~jnp.all(jnp.isfinite(arr)), f"`{name}` is not finite.")
 
 
@@ -453,20 +460,21 @@ def finish(
     throw: bool,
     invalid_parameters=None,
     *,
-    nonfinite_force=None,
+    nonfinite_start=None,
     differentiated=(),
 ):
     """Raise on a failed result when `throw`, as `diffrax.diffeqsolve` does.
 
     `invalid_parameters` (from the function of that name) marks the solution
-    `RESULTS.invalid_parameters`; `nonfinite_force` (from `check_force_start`)
-    marks it `RESULTS.nonfinite_state`. A failed solution's derivatives with
+    `RESULTS.invalid_parameters`; `nonfinite_start` (a non-finite applied force
+    at ``t0``, `check_force_start`, or start state) marks it
+    `RESULTS.nonfinite_state`. A failed solution's derivatives with
     respect to `differentiated` (the solve's inputs) are NaN
     (`_poison_failed`).
     """
-    if nonfinite_force is not None:
+    if nonfinite_start is not None:
         result = RESULTS.where(
-            nonfinite_force, RESULTS.nonfinite_state, solution.result
+            nonfinite_start, RESULTS.nonfinite_state, solution.result
         )
         solution = eqx.tree_at(lambda s: s.result, solution, result)
     if invalid_parameters is not None:

@@ -5,6 +5,7 @@ import dataclasses
 from typing import Any
 
 import equinox as eqx
+import jax.numpy as jnp
 from jaxtyping import ArrayLike
 
 from .._check import check_finite
@@ -131,8 +132,8 @@ def simulate(
     path.check_used(friction, options)
     if path.fixed_step:
         check_fixed_step(options.dt0, t0, t1)
-    q0 = state_vector("q0", q0, system.n_dof)
-    qd0 = state_vector("qd0", qd0, system.n_dof)
+    q0 = state_vector("q0", q0, system.n_dof, throw)
+    qd0 = state_vector("qd0", qd0, system.n_dof, throw)
     ts = save_times(t0, t1, ts, num_save)
     if options.friction_state0 is not None:
         check_finite("friction_state0", options.friction_state0)
@@ -167,11 +168,11 @@ def _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw):
     # jit/vmap/grad skipped them at construction. `simulate` raised already
     # with `throw`; here they give the result code.
     invalid = invalid_parameters(parameter_checks((system, friction, force)))
-    q0, nonfinite_force = check_force_start(q0, force, t0, q0, qd0, throw)
+    q0, nonfinite = check_force_start(q0, force, t0, q0, qd0, throw)
+    # Without `throw`, a traced non-finite start state is reported the same way.
+    nonfinite = nonfinite | ~jnp.all(jnp.isfinite(jnp.concatenate([q0, qd0])))
     path = friction.simulation_path
     options = path.defaults(options, t0, t1, q0.dtype)
     args = (system, friction, force, q0, qd0, t0, t1, ts)
     sol = path.run(*args, options)
-    return finish(
-        sol, throw, invalid, nonfinite_force=nonfinite_force, differentiated=args
-    )
+    return finish(sol, throw, invalid, nonfinite_start=nonfinite, differentiated=args)
