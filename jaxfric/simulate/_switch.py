@@ -395,9 +395,8 @@ class _Carry(eqx.Module):
     modes: Int[Array, " m"]
     hold: Bool[Array, " dof"]
     # The modes at `t` are still to be decided (`_switch` at the start of the
-    # next segment): at the start, and after an event; `hit`: after an event.
+    # next segment): at the start, and after an event (then `num_events > 0`).
     pending: Bool[Array, ""]
-    hit: Bool[Array, ""]
     done: Bool[Array, ""]
     result: RESULTS
     num_events: Int[Array, ""]
@@ -456,13 +455,12 @@ def _save_segment(c: _Carry, ts, t1, chunk: int, first, t_start, t_e, y_e, at_se
     num_t = ts.shape[0]
     if chunk == 1:
         # The last save time equal to the start (if any).
-        first = jnp.searchsorted(ts, t_start, side="right") - 1
-    start = jnp.clip(first, 0, num_t - chunk)
-    index = start + jnp.arange(chunk)
-    if chunk == 1:
-        spanned = (ts[index] == t_start) & (t_start < t1)
+        start = jnp.clip(jnp.searchsorted(ts, t_start, side="right") - 1, 0, None)
+        spanned = (ts[start] == t_start)[None] & (t_start < t1)
         inside = (c.q[None], c.qd[None], c.x[None])
     else:
+        start = jnp.clip(first, 0, num_t - chunk)
+        index = start + jnp.arange(chunk)
         spanned = (index >= first) & (index < first + chunk) & (ts[index] < t_e)
         back = jnp.clip(index - first, 0, chunk - 1)
         inside = tuple(y[back] for y in at_seg_ts[0])
@@ -520,8 +518,9 @@ def _switch_pending(system, law, force, c: "_Carry", time_tol) -> "_Carry":
     simulation with ``RESULTS.stick_solve_failed`` at `c`'s state.
     """
     y = (c.q, c.qd, c.x)
+    after_event = c.pending & (c.num_events > 0)
     net, friction, at_zero, breakaway, dynamics = _switching_elements(
-        system, law, force, c.modes, c.t, y, c.hit, time_tol
+        system, law, force, c.modes, c.t, y, after_event, time_tol
     )
     modes, qd, hold, ok = _switch(
         system, law, c.q, c.qd, net, friction, c.modes, at_zero, breakaway, dynamics
@@ -727,7 +726,6 @@ class SwitchPath(AbstractPath):
             modes=modes0,
             hold=jnp.zeros((n,), dtype=bool),
             pending=jnp.array(True),
-            hit=jnp.array(False),
             done=jnp.array(False),
             result=RESULTS.successful,
             num_events=zero,
@@ -796,7 +794,6 @@ class SwitchPath(AbstractPath):
                 modes=c.modes,
                 hold=c.hold,
                 pending=event_hit,
-                hit=event_hit,
                 done=(result != RESULTS.successful) | (t_e >= t1),
                 result=result,
                 num_events=num_events,
