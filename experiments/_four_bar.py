@@ -36,10 +36,11 @@ def make_four_bar(mech):
     )
 
 
-def potential(theta, mech):
-    """Gravity potential ``V(θ)`` of the four-bar (open-elbow mode), J: the
-    coupler–rocker joint from the triangle of the coupler, the rocker and the
-    diagonal from the crank's tip to the rocker pivot."""
+def _pin_positions(mech, theta):
+    """``(tip, joint, pivot)``, m: the crank–coupler pin, the coupler–rocker pin
+    (open-elbow mode, from the triangle of the coupler, the rocker and the
+    diagonal from the crank's tip to the rocker pivot) and the rocker pivot, at
+    crank angle `theta`."""
     a, b, c, d = (mech[k] for k in ("crank", "coupler", "rocker", "ground"))
     tip = a * np.array([np.cos(theta), np.sin(theta)])
     pivot = np.array([d, 0.0])
@@ -47,6 +48,14 @@ def potential(theta, mech):
     ex = (pivot - tip) / diag
     along = (b**2 - c**2 + diag**2) / (2 * diag)
     joint = tip + along * ex + np.sqrt(b**2 - along**2) * np.array([-ex[1], ex[0]])
+    return tip, joint, pivot
+
+
+def potential(theta, mech):
+    """Gravity potential ``V(θ)`` of the four-bar (open-elbow mode), J: the
+    coupler–rocker joint from the triangle of the coupler, the rocker and the
+    diagonal from the crank's tip to the rocker pivot."""
+    tip, joint, _ = _pin_positions(mech, theta)
     heights = np.array([tip[1] / 2, (tip[1] + joint[1]) / 2, joint[1] / 2])
     return mech["gravity"] * float(np.dot(mech["masses"], heights))
 
@@ -67,14 +76,7 @@ def crank_pin_force(mech, drive):
     rods' free-body diagrams (forces and moments; pins frictionless but the
     crank's), solved for the eight pin-force components and the crank's
     friction torque. Affine in `drive`; independent of jaxfric."""
-    a, b, c, d = (mech[k] for k in ("crank", "coupler", "rocker", "ground"))
-    theta = mech["crank_angle"]
-    tip = a * np.array([np.cos(theta), np.sin(theta)])
-    pivot = np.array([d, 0.0])
-    diag = np.linalg.norm(pivot - tip)
-    ex = (pivot - tip) / diag
-    along = (b**2 - c**2 + diag**2) / (2 * diag)
-    joint = tip + along * ex + np.sqrt(b**2 - along**2) * np.array([-ex[1], ex[0]])
+    tip, joint, pivot = _pin_positions(mech, mech["crank_angle"])
     weight = [m * np.array([0.0, -mech["gravity"]]) for m in mech["masses"]]
     centres = [tip / 2, (tip + joint) / 2, (pivot + joint) / 2]
 
