@@ -1,6 +1,7 @@
 """jaxtyping aliases used across jaxfric.
 
-Dimension names: ``dof`` = number of generalised coordinates n, ``m`` = number of
+Dimension names: ``dof`` = number of generalised velocities n, ``coord`` =
+number of position coordinates (n too, except for unit quaternions), ``m`` = number of
 friction elements (slip coordinates), ``c`` = controller / internal state size,
 ``t`` = number of saved times.
 """
@@ -12,6 +13,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
 Scalar: TypeAlias = Float[Array, ""]
 ScalarLike: TypeAlias = Real[ArrayLike, ""]
 Vector: TypeAlias = Float[Array, " dof"]
+Coordinates: TypeAlias = Float[Array, " coord"]
 Matrix: TypeAlias = Float[Array, "dof dof"]
 SlipVector: TypeAlias = Float[Array, " m"]
 Jacobian: TypeAlias = Float[Array, "m dof"]
@@ -24,6 +26,7 @@ __all__ = [
     "ArrayLike",
     "Bool",
     "BoolScalar",
+    "Coordinates",
     "Float",
     "Int",
     "Jacobian",

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._check import AbstractCheck, InRange, raise_if_invalid
-from .._types import State, Vector
+from .._types import Coordinates, State, Vector
 
 
 class AbstractForce(eqx.Module):
@@ -33,15 +33,17 @@ class AbstractForce(eqx.Module):
         raise_if_invalid(self.parameter_checks())
 
     @abc.abstractmethod
-    def init_state(self, q0: Vector, qd0: Vector) -> State:
+    def init_state(self, q0: Coordinates, qd0: Vector) -> State:
         """Initial internal state ``x(t0)`` (shape ``(0,)`` for stateless forces)."""
 
     @abc.abstractmethod
-    def state_derivative(self, t, q: Vector, qd: Vector, state: State) -> State:
+    def state_derivative(self, t, q: Coordinates, qd: Vector, state: State) -> State:
         """``ẋ`` of the internal state."""
 
     @abc.abstractmethod
-    def force(self, t, q: Vector, qd: Vector, state: State) -> Float[Array, "*dof"]:
+    def force(
+        self, t, q: Coordinates, qd: Vector, state: State
+    ) -> Float[Array, "*dof"]:
         """Applied generalised force ``τ``, N or N·m."""
 
     def jump_times(self) -> Float[Array, " jumps"] | None:
@@ -59,7 +61,7 @@ class AbstractStatelessForce(AbstractForce):
     """A force with no internal state: subclasses implement ``__call__(t, q, qd)``."""
 
     @abc.abstractmethod
-    def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
+    def __call__(self, t, q: Coordinates, qd: Vector) -> Float[Array, "*dof"]:
         """Applied generalised force ``τ(t, q, q̇)``, N or N·m."""
 
     def init_state(self, q0, qd0) -> State:

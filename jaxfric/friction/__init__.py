@@ -19,6 +19,6 @@ from ._joint import (
     TranslationalLoad as TranslationalLoad,
 )
 from ._karnopp import Karnopp as Karnopp
-from ._kikuuwe import Kikuuwe as Kikuuwe
+from ._kikuuwe import Kikuuwe as Kikuuwe, gsat as gsat
 from ._lugre import Dahl as Dahl, LuGre as LuGre
 from ._regularized import Regularized as Regularized

@@ -15,20 +15,42 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike
 
-from .._check import InRange, as_float, check_broadcastable
+from .._check import InRange, as_float, as_optional_float, check_fields_broadcast
 from .._types import Float, ScalarLike, SlipVector
 from ..simulate import KIKUUWE_PATH, AbstractPath
 from ._base import AbstractFrictionLaw
 
 
-def gsat(limit: Float[ArrayLike, "..."], x: Float[ArrayLike, "..."]) -> Array:
-    """Kikuuwe & Yamamoto, Eq. 15, for one-dimensional elements.
+def gsat(
+    limit: Float[ArrayLike, "..."], x: Float[ArrayLike, " m"], dims: int = 1
+) -> Array:
+    """Kikuuwe & Yamamoto, Eq. 15: ``gsat(X, x) = x`` if ``|x| <= X``, else
+    ``X x / |x|``, a saturation at ``X >= 0`` of the Euclidean norm.
 
-    ``gsat(X, x) = x`` if ``|x| <= X``, else ``X x / |x|``: a saturation at
-    ``X >= 0``, which for a scalar ``x`` is ``clip(x, -X, X)``.
+    Args:
+        limit: ``X``, a scalar or one entry per row of `x` (the rows of one
+            block share the block's first entry).
+        x: the rows, shape ``(m,)``: ``m / dims`` consecutive blocks of `dims`
+            rows, each saturated as one vector (Eq. 23c: the two tangential
+            rows of a contact). With ``dims = 1`` this is ``clip(x, -X, X)``.
+        dims: rows per block, a divisor of ``m``.
     """
+    x = jnp.asarray(x)
     limit = jnp.asarray(limit)
-    return jnp.clip(jnp.asarray(x), -limit, limit)
+    if dims == 1:
+        return jnp.clip(x, -limit, limit)
+    if x.ndim != 1 or x.shape[0] % dims:
+        raise ValueError(
+            f"gsat with dims={dims} needs a vector whose length is a multiple of "
+            f"{dims}; got shape {x.shape}."
+        )
+    blocks = x.reshape(-1, dims)
+    level = jnp.broadcast_to(limit, x.shape).reshape(-1, dims)[:, 0]
+    squared = jnp.sum(blocks**2, axis=1)
+    positive = squared > 0  # the norm's gradient is undefined at 0
+    norm = jnp.sqrt(jnp.where(positive, squared, 1.0))
+    scale = jnp.where(positive & (norm > level), level / norm, 1.0)
+    return (blocks * scale[:, None]).reshape(x.shape)
 
 
 class Kikuuwe(AbstractFrictionLaw):
@@ -48,7 +70,15 @@ class Kikuuwe(AbstractFrictionLaw):
     object ``p = s − e`` does not move: a stuck element does not drift.
     `jaxfric.simulate` integrates it with the generalised RK4 of Eq. 21.
 
-    Every parameter is a scalar or a vector with one entry per element.
+    **Friction with a normal force** (Eq. 22–24): with `mu` instead of `f`,
+    the level is ``F = μ·N`` with ``N`` the system's contact normal force at
+    each evaluation (`jaxfric.systems.AbstractSystem.normal_forces`, e.g. the
+    penalty contact of `jaxfric.systems.FreeBodies`), and with ``dims = 2``
+    the two tangential rows of each contact saturate together, on the
+    friction disk ``|f| <= μN`` (Eq. 23c, `gsat` of a vector): isotropic
+    Coulomb friction in the contact plane.
+
+    Every parameter is a scalar or a vector with one entry per element (row).
 
     Args:
         k: stiffness ``K`` of the viscoelastic element, N/m (N·m/rad), ``> 0``;
@@ -56,22 +86,53 @@ class Kikuuwe(AbstractFrictionLaw):
             ``2 f / k``).
         b: viscosity ``B``, N·s/m (N·m·s/rad), ``> 0``.
         f: Coulomb (kinetic) level ``F``, N (N·m), ``>= 0``.
+        mu: instead of `f`, the friction coefficient ``μ >= 0`` (``F = μ N``).
+        dims: rows per friction element (static): 1, or 2 for friction in a
+            contact plane.
     """
 
     simulation_path: ClassVar[AbstractPath] = KIKUUWE_PATH
     k: Float[Array, "..."] = eqx.field(converter=as_float)
     b: Float[Array, "..."] = eqx.field(converter=as_float)
-    f: Float[Array, "..."] = eqx.field(converter=as_float)
+    f: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
+    mu: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
+    dims: int = eqx.field(static=True)
+
+    def __init__(self, k, b, f=None, mu=None, dims=1):
+        if (f is None) == (mu is None):
+            raise ValueError(
+                "Kikuuwe needs the level `f` (N or N·m) or the friction "
+                "coefficient `mu` (level mu·N), not both."
+            )
+        if isinstance(dims, bool) or dims not in (1, 2, 3):
+            raise ValueError(
+                f"`dims` must be 1, 2 or 3 (rows per element); got {dims!r}."
+            )
+        self.k, self.b, self.f, self.mu, self.dims = k, b, f, mu, dims
 
     def __check_init__(self):
-        check_broadcastable({"k": self.k, "b": self.b, "f": self.f})
+        check_fields_broadcast(self, ("k", "b", "f", "mu"))
 
     def parameter_checks(self):
+        level = (
+            InRange("f", self.f, lower=0.0)
+            if self.mu is None
+            else InRange("mu", self.mu, lower=0.0)
+        )
         return (
             InRange("k", self.k, lower=0.0, lower_open=True),
             InRange("b", self.b, lower=0.0, lower_open=True),
-            InRange("f", self.f, lower=0.0),
+            level,
         )
+
+    def at_state(self, system, q, qd) -> "Kikuuwe":
+        """With `mu`: this law at the level ``F = μ·N(q, q̇)`` (Kikuuwe &
+        Yamamoto, Eq. 23b), ``N`` the system's contact normal forces, N.
+        Otherwise the law itself."""
+        if self.mu is None:
+            return self
+        level = self.mu * system.normal_forces(q, qd)
+        return Kikuuwe(self.k, self.b, f=level, dims=self.dims)
 
     def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
         """Initial spring displacement ``e``: zero (m or rad), one per element."""
@@ -94,10 +155,15 @@ class Kikuuwe(AbstractFrictionLaw):
         Returns:
             ``(f, ė)``: friction force (N or N·m) and ``de/dt`` (m/s or rad/s).
         """
+        if self.f is None:
+            raise ValueError(
+                "this Kikuuwe law has a friction coefficient `mu`: take "
+                "`law.at_state(system, q, qd)` first (its level is mu·N)."
+            )
         e = jnp.asarray(state)
         v = jnp.asarray(slip_velocity)
         impedance = self.b + step * self.k
-        f = gsat(self.f, impedance * v + self.k * e)
+        f = gsat(self.f, impedance * v + self.k * e, self.dims)
         return f, (f - self.k * e) / impedance
 
     def force(

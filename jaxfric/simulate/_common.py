@@ -34,8 +34,9 @@ def as_force(force, t0, q0, qd0) -> AbstractForce | None:
     )
 
 
-def state_vector(name: str, value, n: int, throw: bool = True):
-    """Convert an initial position/velocity to shape ``(n,)``, checking it.
+def state_vector(name: str, value, n: int, throw: bool = True, size="n_dof"):
+    """Convert an initial position/velocity to shape ``(n,)``, checking it
+    (`size`: the system's size that ``n`` is, for the message).
 
     A concrete non-finite entry raises `ValueError`; a traced one raises through
     `eqx.error_if` with `throw`, else `_solve` reports it as
@@ -46,7 +47,7 @@ def state_vector(name: str, value, n: int, throw: bool = True):
         arr = jnp.broadcast_to(arr, (n,))
     if arr.shape != (n,):
         raise ValueError(
-            f"`{name}` must have shape ({n},) for a system with n_dof={n}; got "
+            f"`{name}` must have shape ({n},) for a system with {size}={n}; got "
             f"shape {arr.shape}."
         )
     check_finite(name, arr)
@@ -411,7 +412,7 @@ def check_force_output(force: AbstractForce | None, t0, q0, qd0) -> None:
     """
     if force is None:
         return
-    n = q0.shape[0]
+    n = qd0.shape[0]
 
     def at_start():
         return force.force(t0, q0, qd0, force.init_state(q0, qd0))

@@ -34,9 +34,11 @@ class _KikuuweField(eqx.Module):
     def __call__(self, t, y, args, stage_step):
         q, qd, e, x = y
         v = self.system.slip_velocity(q, qd)
-        f, e_dot = self.law.force_and_rate(e, v, stage_step)
+        law = self.law.at_state(self.system, q, qd)
+        f, e_dot = law.force_and_rate(e, v, stage_step)
         applied, x_dot = applied_force(self.force, t, q, qd, x)
-        return qd, self.system.acceleration(q, qd, applied, f), e_dot, x_dot
+        acc = self.system.acceleration(q, qd, applied, f)
+        return self.system.coordinate_rate(q, qd), acc, e_dot, x_dot
 
 
 class KikuuwePath(AbstractFixedStepPath):
@@ -61,6 +63,7 @@ class KikuuwePath(AbstractFixedStepPath):
     """
 
     name: ClassVar[str] = "the Kikuuwe path"
+    coordinate_rates: ClassVar[bool] = True
     options: ClassVar[frozenset[str]] = frozenset(
         ("dt0", "max_steps", "friction_state0", "adjoint")
     )
@@ -83,7 +86,9 @@ class KikuuwePath(AbstractFixedStepPath):
         dt = options.dt0
         q, qd, e, x = sol.ys
         slip = jax.vmap(system.slip_velocity)(q, qd)
-        f = jax.vmap(lambda ei, si: law.force(ei, si, dt))(e, slip)
+        f = jax.vmap(
+            lambda qi, qdi, ei, si: law.at_state(system, qi, qdi).force(ei, si, dt)
+        )(q, qd, e, slip)
         num_vf_evals = count_vf_evals(options.solver, sol.stats["num_steps"])
         return Solution(
             ts=ts,

@@ -52,6 +52,15 @@ class AbstractFrictionLaw(eqx.Module):
         del reactions
         return self
 
+    def at_state(self, system, q, qd) -> "AbstractFrictionLaw":
+        """This law with its levels at the state ``(q, q̇)`` of `system`: a law
+        whose level is a friction coefficient times the contact normal force
+        (`AbstractSystem.normal_forces`; Kikuuwe & Yamamoto 2008, Eq. 23)
+        returns itself with that level. Default: the law itself.
+        """
+        del system, q, qd
+        return self
+
     def __check_init__(self):
         # Runs after the subclass's own (shape) checks: equinox calls every
         # class's `__check_init__` along the MRO.

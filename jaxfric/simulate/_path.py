@@ -9,7 +9,7 @@ import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 
-from .._types import Array, Float, Int, State, Vector
+from .._types import Array, Coordinates, Float, Int, State, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem
 from ._common import classify, last_finite, name_configuration_failure
@@ -30,11 +30,15 @@ class AbstractPath(eqx.Module):
         options: the `SimulateOptions` fields the path uses; `simulate` rejects
             any other that is given.
         fixed_step: whether `dt0` is the fixed step (then ``dt0 <= t1 − t0``).
+        coordinate_rates: whether the path integrates ``q`` by the system's
+            `coordinate_rate` (systems with `n_coord` != `n_dof`, e.g. unit
+            quaternions); the others integrate ``q̇`` and refuse such systems.
     """
 
     name: ClassVar[str]
     options: ClassVar[frozenset[str]]
     fixed_step: ClassVar[bool] = False
+    coordinate_rates: ClassVar[bool] = False
 
     def check_used(self, law: AbstractFrictionLaw, options: SimulateOptions):
         """Raise `ValueError` naming the first given option that this path
@@ -58,7 +62,7 @@ class AbstractPath(eqx.Module):
         system: AbstractSystem,
         law: AbstractFrictionLaw,
         force: AbstractForce | None,
-        q0: Vector,
+        q0: Coordinates,
         qd0: Vector,
         t0,
         t1,
@@ -80,17 +84,17 @@ class AbstractFixedStepPath(AbstractPath):
 
 
 def applied_force(
-    force: AbstractForce | None, t, q: Vector, qd: Vector, x: State
+    force: AbstractForce | None, t, q: Coordinates, qd: Vector, x: State
 ) -> tuple[Vector, State]:
-    """``(τ, ẋ)``: the applied force broadcast to one entry per coordinate
+    """``(τ, ẋ)``: the applied force broadcast to one entry per velocity
     and the rate of its state `x` (controller integrators)."""
     if force is None:
-        return jnp.zeros_like(q), x
-    tau = jnp.broadcast_to(jnp.asarray(force.force(t, q, qd, x), q.dtype), q.shape)
+        return jnp.zeros_like(qd), x
+    tau = jnp.broadcast_to(jnp.asarray(force.force(t, q, qd, x), qd.dtype), qd.shape)
     return tau, jnp.asarray(force.state_derivative(t, q, qd, x), q.dtype)
 
 
-def force_state0(force: AbstractForce | None, q0: Vector, qd0: Vector) -> State:
+def force_state0(force: AbstractForce | None, q0: Coordinates, qd0: Vector) -> State:
     """Initial state of the applied force (empty for `None` or stateless forces)."""
     if force is None:
         return jnp.zeros((0,), dtype=q0.dtype)

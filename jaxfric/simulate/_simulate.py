@@ -132,7 +132,15 @@ def simulate(
     path.check_used(friction, options)
     if path.fixed_step:
         check_fixed_step(options.dt0, t0, t1)
-    q0 = state_vector("q0", q0, system.n_dof, throw)
+    if system.n_coord != system.n_dof and not path.coordinate_rates:
+        raise ValueError(
+            f"{type(system).__name__} has n_coord={system.n_coord} position "
+            f"coordinates for n_dof={system.n_dof} velocities (unit quaternions), "
+            f"which {path.name} does not integrate yet; use a law of the Kikuuwe, "
+            "smooth or dynamic paths (e.g. Kikuuwe, Regularized, LuGre)."
+        )
+    size = "n_dof" if system.n_coord == system.n_dof else "n_coord"
+    q0 = state_vector("q0", q0, system.n_coord, throw, size)
     qd0 = state_vector("qd0", qd0, system.n_dof, throw)
     ts = save_times(t0, t1, ts, num_save)
     if options.friction_state0 is not None:

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import optimistix as optx
 from jaxtyping import Array
 
-from .._types import Float, SlipVector, State, Vector
+from .._types import Coordinates, Float, SlipVector, State, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem
 from ._common import (
@@ -53,11 +53,13 @@ class StateLayout(eqx.Module):
     """Sizes of the blocks of the flat state ``y = [q, q̇, z, x]``.
 
     Attributes:
-        n_dof: number of coordinates n (``q`` and ``q̇`` each have n entries).
+        n_coord: number of position coordinates (`AbstractSystem.n_coord`).
+        n_dof: number of velocities ``q̇``.
         n_internal: size of the friction law's internal state ``z``.
         n_force: size of the applied force's state ``x``.
     """
 
+    n_coord: int = eqx.field(static=True)
     n_dof: int = eqx.field(static=True)
     n_internal: int = eqx.field(static=True)
     n_force: int = eqx.field(static=True)
@@ -66,16 +68,16 @@ class StateLayout(eqx.Module):
         self, y: Float[Array, " y"]
     ) -> tuple[Vector, Vector, Float[Array, " z"], State]:
         """``y -> (q, q̇, z, x)``."""
-        n, nz = self.n_dof, self.n_internal
+        k, n, nz = self.n_coord, self.n_dof, self.n_internal
         return (
-            y[:n],
-            y[n : 2 * n],
-            y[2 * n : 2 * n + nz],
-            y[2 * n + nz : 2 * n + nz + self.n_force],
+            y[:k],
+            y[k : k + n],
+            y[k + n : k + n + nz],
+            y[k + n + nz : k + n + nz + self.n_force],
         )
 
     def join(
-        self, q: Vector, qd: Vector, z: Float[Array, " z"], x: State
+        self, q: Coordinates, qd: Vector, z: Float[Array, " z"], x: State
     ) -> Float[Array, " y"]:
         """``(q, q̇, z, x) -> y``."""
         return jnp.concatenate([q, qd, z, x])
@@ -103,7 +105,8 @@ class _VectorField(eqx.Module):
         slip = self.system.slip_velocity(q, qd)
         friction, zdot = self.friction_fn(t, q, qd, applied, slip, z)
         qdd = self.system.acceleration(q, qd, applied, friction)
-        return self.layout.join(qd, qdd, zdot, xdot)
+        qdot = self.system.coordinate_rate(q, qd)
+        return self.layout.join(qdot, qdd, zdot, xdot)
 
 
 class _SmoothFriction(eqx.Module):
@@ -196,7 +199,7 @@ def _solve(
     system, friction_fn, force, q0, qd0, z0, t0, t1, ts, options: SimulateOptions
 ) -> Solution:
     x0 = force_state0(force, q0, qd0)
-    layout = StateLayout(system.n_dof, z0.shape[0], x0.shape[0])
+    layout = StateLayout(system.n_coord, system.n_dof, z0.shape[0], x0.shape[0])
     y0 = layout.join(q0, qd0, z0, x0)
     controller = step_controller(
         options.rtol, options.atol, options.dtmax, options.jump_ts
@@ -252,6 +255,7 @@ class SmoothPath(AbstractPath):
     """
 
     name: ClassVar[str] = "the smooth path"
+    coordinate_rates: ClassVar[bool] = True
     options: ClassVar[frozenset[str]] = _ADAPTIVE_OPTIONS
 
     def defaults(self, options, t0, t1, dtype):
@@ -288,6 +292,7 @@ class DynamicPath(AbstractPath):
     """
 
     name: ClassVar[str] = "the dynamic-law path"
+    coordinate_rates: ClassVar[bool] = True
     options: ClassVar[frozenset[str]] = _ADAPTIVE_OPTIONS | {"friction_state0"}
 
     def defaults(self, options, t0, t1, dtype):

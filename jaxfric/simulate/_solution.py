@@ -70,7 +70,7 @@ class Solution(eqx.Module):
     """
 
     ts: Float[Array, " t"]
-    q: Float[Array, "t dof"]
+    q: Float[Array, "t coord"]
     qd: Float[Array, "t dof"]
     friction: Float[Array, "t m"]
     slip_velocity: Float[Array, "t m"]

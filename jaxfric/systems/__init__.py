@@ -8,6 +8,12 @@ from ._base import (
     JointReactions as JointReactions,
 )
 from ._closed import ClosedChain as ClosedChain, LoopJoint as LoopJoint
+from ._free import (
+    FreeBodies as FreeBodies,
+    PlaneContact as PlaneContact,
+    quaternion_rate as quaternion_rate,
+    quaternion_to_matrix as quaternion_to_matrix,
+)
 from ._lumped import (
     Oscillator as Oscillator,
     StackedBlocks as StackedBlocks,

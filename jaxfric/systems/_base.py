@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
 from .._check import AbstractCheck, check_shape, raise_if_invalid
-from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
+from .._types import Array, Coordinates, Float, Jacobian, Matrix, SlipVector, Vector
 
 
 class ConfigurationStatus(eqxi.Enumeration):  # pyright: ignore[reportGeneralTypeIssues]
@@ -68,6 +68,37 @@ class AbstractSystem(eqx.Module):
     n_dof: eqx.AbstractVar[int]
     n_friction: eqx.AbstractVar[int]
 
+    @property
+    def n_coord(self) -> int:
+        """Number of position coordinates ``q``: `n_dof` (one per velocity)
+        unless the configuration has a non-vector part, e.g. the unit
+        quaternions of `FreeBodies` (7 coordinates for 6 velocities per body).
+        """
+        return self.n_dof
+
+    def coordinate_rate(self, q: Coordinates, qd: Vector) -> Coordinates:
+        """``dq/dt`` from the velocities ``q̇`` (shape ``(n_coord,)``): ``q̇``
+        itself by default. A system whose `n_coord` differs from `n_dof`
+        overrides it (a unit quaternion's rate from the angular velocity,
+        Kikuuwe & Yamamoto 2008, Eq. 26: ``Q(ω, q)``)."""
+        del q
+        return qd
+
+    def normal_forces(self, q: Coordinates, qd: Vector) -> SlipVector:
+        """The normal force pressing each friction element's surfaces together,
+        N, shape ``(n_friction,)`` (the same for the rows of one contact): the
+        load of contact friction whose level is ``μ·N`` (Kikuuwe & Yamamoto
+        2008, Eq. 22–23; `jaxfric.friction.Kikuuwe` with `mu`). Only systems
+        with contacts have them (`FreeBodies` on a plane); the default raises
+        `NotImplementedError`.
+        """
+        del q, qd
+        raise NotImplementedError(
+            f"{type(self).__name__} has no contact normal forces: friction with a "
+            "coefficient `mu` needs a system with contacts, e.g. "
+            "jaxfric.systems.FreeBodies with a PlaneContact."
+        )
+
     def parameter_checks(self) -> tuple[AbstractCheck, ...]:
         """The ranges of this system's parameters, checked on concrete values at
         construction and on traced values inside `jaxfric.simulate`. Default:
@@ -80,7 +111,7 @@ class AbstractSystem(eqx.Module):
         # class's `__check_init__` along the MRO.
         raise_if_invalid(self.parameter_checks())
 
-    def configuration_status(self, q: Vector) -> ConfigurationStatus:
+    def configuration_status(self, q: Coordinates) -> ConfigurationStatus:
         """Whether `mass_matrix` and the other methods are defined at `q`: a
         simulation whose state turned non-finite asks this at the state where
         it stopped, to name the cause. Default: always `ConfigurationStatus.ok`
@@ -90,20 +121,20 @@ class AbstractSystem(eqx.Module):
         return ConfigurationStatus.ok
 
     @abc.abstractmethod
-    def mass_matrix(self, q: Vector) -> Matrix:
+    def mass_matrix(self, q: Coordinates) -> Matrix:
         """Symmetric positive definite mass matrix ``M(q)``, kg or kg·m²."""
 
     @abc.abstractmethod
-    def bias_force(self, q: Vector, qd: Vector) -> Vector:
+    def bias_force(self, q: Coordinates, qd: Vector) -> Vector:
         """Bias forces ``h(q, q̇)`` (everything but applied forces and friction,
         moved to the left-hand side), N or N·m."""
 
     @abc.abstractmethod
-    def friction_jacobian(self, q: Vector) -> Jacobian:
+    def friction_jacobian(self, q: Coordinates) -> Jacobian:
         """``J(q)`` with ``s = J(q) q̇``, shape ``(n_friction, n_dof)``."""
 
     @abc.abstractmethod
-    def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
+    def friction_jacobian_dot_qd(self, q: Coordinates, qd: Vector) -> SlipVector:
         """``J̇(q, q̇) q̇``, the velocity-product term of the slip acceleration
         ``ṡ = J q̈ + J̇ q̇``; zero for constant ``J``."""
 
@@ -111,13 +142,18 @@ class AbstractSystem(eqx.Module):
         self, *, q=None, qd=None, qdd=None, applied=None, friction=None
     ) -> None:
         """Raise `ValueError` naming the argument unless each given vector has
-        its shape: ``(n_dof,)`` for the coordinates `q`, velocities `qd`,
-        accelerations `qdd` and applied forces `applied`; ``(n_friction,)`` for
-        the friction forces `friction`. Shapes are static, so this is a
-        trace-time check (free under `jit`); every method calls it first, since
-        JAX would broadcast a vector of length 1 silently.
+        its shape: ``(n_coord,)`` for the coordinates `q`; ``(n_dof,)`` for the
+        velocities `qd`, accelerations `qdd` and applied forces `applied`;
+        ``(n_friction,)`` for the friction forces `friction`. Shapes are
+        static, so this is a trace-time check (free under `jit`); every method
+        calls it first, since JAX would broadcast a vector of length 1
+        silently.
         """
         dof = f"{type(self).__name__} with n_dof={self.n_dof}"
+        if q is not None and self.n_coord != self.n_dof:
+            why = f"{type(self).__name__} with n_coord={self.n_coord}"
+            check_shape("q", q, (self.n_coord,), why)
+            q = None
         for name, value in (("q", q), ("qd", qd), ("qdd", qdd), ("applied", applied)):
             if value is not None:
                 check_shape(name, value, (self.n_dof,), dof)
@@ -126,7 +162,7 @@ class AbstractSystem(eqx.Module):
             why = f"{type(self).__name__} with n_friction={m}"
             check_shape("friction", friction, (m,), why)
 
-    def dynamics(self, q: Vector, qd: Vector) -> Dynamics:
+    def dynamics(self, q: Coordinates, qd: Vector) -> Dynamics:
         """``M``, ``h``, ``J`` and ``J̇q̇`` at ``(q, q̇)`` at once: what the
         simulation paths evaluate at every state. Default: the four methods. A
         system whose terms share expensive work overrides it (`ClosedChain`:
@@ -140,7 +176,12 @@ class AbstractSystem(eqx.Module):
         )
 
     def joint_reactions(
-        self, q: Vector, qd: Vector, qdd: Vector, applied: Vector, friction: SlipVector
+        self,
+        q: Coordinates,
+        qd: Vector,
+        qdd: Vector,
+        applied: Vector,
+        friction: SlipVector,
     ) -> JointReactions:
         """The reaction wrenches of the joints that carry the friction elements
         at the state ``(q, q̇, q̈)`` under the generalised forces `applied` and
@@ -156,13 +197,13 @@ class AbstractSystem(eqx.Module):
             "jaxfric.systems.RigidBodyTree."
         )
 
-    def slip_velocity(self, q: Vector, qd: Vector) -> SlipVector:
+    def slip_velocity(self, q: Coordinates, qd: Vector) -> SlipVector:
         """Slip velocities ``s = J(q) q̇``, m/s or rad/s."""
         self.check_vectors(q=q, qd=qd)
         return self.friction_jacobian(q) @ qd
 
     def acceleration(
-        self, q: Vector, qd: Vector, applied: Vector, friction: SlipVector
+        self, q: Coordinates, qd: Vector, applied: Vector, friction: SlipVector
     ) -> Vector:
         """Forward dynamics ``q̈ = M⁻¹(τ − h − Jᵀ f)`` by a Cholesky solve."""
         self.check_vectors(q=q, qd=qd, applied=applied, friction=friction)
