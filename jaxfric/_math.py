@@ -29,7 +29,7 @@ values, to any order.
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Bool, Float
 
 # π/2 = P1 + P2 + P3 to 2^-140; P1 and P2 have 33 significant bits, so k·P1 and
 # k·P2 are exact for |k| < 2^20 (fdlibm pio2_1, pio2_2, pio2_3).
@@ -113,3 +113,29 @@ def sin(x: ArrayLike) -> Float[Array, "*shape"]:
 def cos(x: ArrayLike) -> Float[Array, "*shape"]:
     """``cos x`` elementwise, `x` in rad: `sincos`'s second output."""
     return sincos(x)[1]
+
+
+def block_norm(x: ArrayLike, dims: int) -> tuple[Float[Array, " m"], Bool[Array, " m"]]:
+    """The Euclidean norm of each block of `dims` consecutive entries of the
+    vector `x` (length a multiple of `dims`), repeated on every row of its
+    block, and whether it is positive; its gradient is finite at zero (where
+    the norm itself has none). Friction elements of several rows (the two
+    tangential rows of a contact) saturate and break away on this norm."""
+    x = jnp.asarray(x)
+    if x.ndim != 1 or x.shape[0] % dims:
+        raise ValueError(
+            f"blocks of {dims} rows need a vector whose length is a multiple of "
+            f"{dims}; got shape {x.shape}."
+        )
+    squared = jnp.repeat(jnp.sum(x.reshape(-1, dims) ** 2, axis=1), dims)
+    positive = squared > 0
+    return jnp.where(
+        positive, jnp.sqrt(jnp.where(positive, squared, 1.0)), 0.0
+    ), positive
+
+
+def block_dot(x: ArrayLike, y: ArrayLike, dims: int) -> Float[Array, " m"]:
+    """``x·y`` over each block of `dims` consecutive rows, repeated on every
+    row of its block."""
+    xy = jnp.asarray(x) * jnp.asarray(y)
+    return jnp.repeat(jnp.sum(xy.reshape(-1, dims), axis=1), dims)

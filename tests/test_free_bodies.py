@@ -186,9 +186,10 @@ def test_bad_input_is_named():
         Kikuuwe(k=K, b=B, mu=-0.1, dims=2)
     system, law = _spheres((0.1,))
     q0, qd0 = _sphere_start(((1.0, 0.0, 0.0),))
-    # The switch path integrates q̇, not quaternion rates: refused by name.
+    # Karnopp's fixed-step path integrates q̇, not quaternion rates: refused.
+    karnopp = jf.Karnopp(dv=0.1, breakaway=None, slip_law=jf.Coulomb(0.3))
     with pytest.raises(ValueError, match="n_coord=7"):
-        jf.simulate(system, jf.friction.Coulomb(fc=0.3), q0=q0, qd0=qd0, t1=0.1)
+        jf.simulate(system, karnopp, q0=q0, qd0=qd0, t1=0.1, dt0=1e-3)
     with pytest.raises(ValueError, match=r"shape \(7,\) for a system with n_coord=7"):
         jf.simulate(system, law, q0=qd0, qd0=qd0, t1=0.1, dt0=1e-4)
     # A friction coefficient needs normal forces.
@@ -198,3 +199,114 @@ def test_bad_input_is_named():
     # Without a contact there are no friction rows.
     free = FreeBodies(1.0, [1.0, 1.0, 1.0], contact=None)
     assert free.n_friction == 0 and free.n_coord == 7 and free.n_dof == 6
+
+
+# Exact isotropic Coulomb friction on the switch path.
+
+
+class _Push(jf.forces.AbstractStatelessForce):
+    """``(f, τ) = constant + rate·t`` on the body, N and N·m (world frame)."""
+
+    constant: jax.Array
+    rate: jax.Array
+
+    def __call__(self, t, q, qd):
+        return self.constant + self.rate * t
+
+
+def _push(constant=(0.0, 0.0), rate=(0.0, 0.0)):
+    pad = [0.0] * 4
+    return _Push(jnp.asarray([*constant, *pad]), jnp.asarray([*rate, *pad]))
+
+
+def _exact(mu, mu_s, v0, force, t1=1.0):
+    """One sphere resting on the plane (static penetration), exact law; every
+    call has the same structure, so the tests share one compilation."""
+    system, _ = _spheres((mu,))
+    law = jf.friction.IsotropicCoulomb(mu=mu, mu_s=mu_s)
+    q0, qd0 = _sphere_start((v0,))
+    return jf.simulate(system, law, q0=q0, qd0=qd0, t1=t1, num_save=101, force=force)
+
+
+def test_exact_sphere_rolls_at_the_closed_form_time_and_holds_exactly():
+    mu, v0 = 0.1, 2.0
+    sol = _exact(mu, mu, (v0, 0.0, 0.0), _push())
+    assert sol.result == jf.RESULTS.successful
+    t_roll = 2 * v0 / (7 * mu * G)
+    assert int(sol.stats["num_events"]) == 1
+    assert float(sol.event_times[0]) == pytest.approx(t_roll, abs=1e-12)
+    # Slipping: f = μN along the slip, N = m g to 1e-11 (the penalty spring
+    # rings at rounding level); rolling: no force, modes stuck.
+    ts = np.asarray(sol.ts)
+    before, after = ts < t_roll, ts > t_roll
+    np.testing.assert_allclose(sol.friction[before, 0], mu * MASS * G, rtol=1e-9)
+    assert np.all(np.asarray(sol.modes)[after] == 0)
+    # The contact point's slip is projected to zero at the stop and held by
+    # the stick solve: rounding, no creep (it does not grow).
+    slip = np.abs(np.asarray(sol.slip_velocity)[after])
+    assert np.max(slip) < 1e-15
+    x_roll = v0 * t_roll - 0.5 * mu * G * t_roll**2
+    x1 = x_roll + 5 * v0 / 7 * (1.0 - t_roll)
+    assert float(sol.q[-1, 0]) == pytest.approx(x1, abs=1e-13)
+
+
+def test_exact_breakaway_under_a_ramp_and_slip_along_the_push():
+    # A horizontal push k·t at 30° on the centre: rolling needs the friction
+    # (2/7)·k·t (solid sphere), which reaches μs·m g at t = 3.5 μs m g / k;
+    # then the contact slips along the push (isotropic Delassus matrix).
+    mu, mu_s, k, angle = 0.1, 0.15, 2.0, np.pi / 6
+    direction = (np.cos(angle), np.sin(angle))
+    sol = _exact(mu, mu_s, (0.0, 0.0, 0.0), _push(rate=tuple(k * np.array(direction))))
+    assert sol.result == jf.RESULTS.successful
+    t_break = 3.5 * mu_s * MASS * G / k
+    assert float(sol.event_times[0]) == pytest.approx(t_break, abs=1e-11)
+    ts = np.asarray(sol.ts)
+    stuck = ts < t_break
+    assert np.all(np.asarray(sol.modes)[stuck] == 0)
+    # Rolling while pushed: the stick solve holds the contact's slip at
+    # rounding of the growing velocities (no coordinate is pinned by a
+    # contact row, unlike a joint's), with no drift that outgrows it.
+    assert np.max(np.abs(np.asarray(sol.slip_velocity)[stuck])) < 1e-14
+    slip = np.asarray(sol.slip_velocity)[ts > t_break + 0.05]
+    unit = slip / np.linalg.norm(slip, axis=1)[:, None]
+    np.testing.assert_allclose(unit, np.broadcast_to(direction, slip.shape), atol=1e-12)
+
+
+def test_exact_slip_turning_past_a_right_angle_matches_scipy():
+    # A constant push at the centre against the slip: the contact point obeys
+    # v̇ = F/m − (7/2) μ g v/|v| (solid sphere), whose direction turns past
+    # 90° from the start (a direction event) and never stops (|F|/m > 3.5μg).
+    mu, accel, v0 = 0.2, np.array([-8.0, 5.0]), 2.0
+    sol = _exact(mu, mu, (v0, 0.0, 0.0), _push(constant=tuple(MASS * accel)))
+    assert sol.result == jf.RESULTS.successful
+    assert int(sol.stats["num_events"]) >= 1
+    assert np.all(np.asarray(sol.modes) == 1)
+
+    def contact(t, v):
+        return accel - 3.5 * mu * G * v / np.linalg.norm(v)
+
+    ts = np.asarray(sol.ts)
+    ref = solve_ivp(contact, (0, ts[-1]), [v0, 0.0], t_eval=ts, method="DOP853",
+                    rtol=1e-12, atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(np.asarray(sol.slip_velocity), ref.y.T, atol=1e-9)
+    turned = np.asarray(sol.slip_velocity)[-1] @ np.array([1.0, 0.0]) < 0
+    assert turned
+
+
+def test_exact_gradient_across_the_stop_matches_central_differences():
+    # x(T) after rolling starts: x(t*) + (5 v0/7)(T − t*), t* = 2 v0/(7 μ g).
+    # The forward runs share the other exact tests' compilation.
+    def position(mu):
+        return _exact(mu, mu, (2.0, 0.0, 0.0), _push()).q[-1, 0]
+
+    mu, h = 0.1, 1e-6
+    grad = float(jax.grad(position)(mu))
+    central = float(position(mu + h) - position(mu - h)) / (2 * h)
+
+    def closed(mu):
+        t_roll = 4.0 / (7 * mu * G)
+        return 2.0 * t_roll - 0.5 * mu * G * t_roll**2 + 10.0 / 7 * (1.0 - t_roll)
+
+    analytic = (closed(mu + 1e-7) - closed(mu - 1e-7)) / 2e-7
+    assert grad == pytest.approx(central, rel=1e-7)
+    assert grad == pytest.approx(analytic, rel=1e-8)

@@ -9,6 +9,7 @@ from ._base import (
 from ._coulomb import (
     Coulomb as Coulomb,
     CoulombViscous as CoulombViscous,
+    IsotropicCoulomb as IsotropicCoulomb,
     Stribeck as Stribeck,
 )
 from ._joint import (

@@ -12,6 +12,7 @@ from .._check import (
     as_optional_float,
     check_fields_broadcast,
 )
+from .._math import block_dot, block_norm
 from .._types import Float, SlipVector
 from ._base import AbstractSetValuedLaw
 
@@ -205,3 +206,127 @@ class Stribeck(AbstractSetValuedLaw):
     def breakaway(self, direction) -> SlipVector:
         level = _static_level(self)
         return jnp.broadcast_to(level, jnp.shape(direction)).astype(float)
+
+
+class IsotropicCoulomb(AbstractSetValuedLaw):
+    """Exact isotropic Coulomb friction on vector elements: friction in a
+    contact plane (Kikuuwe & Yamamoto 2008, Eq. 23 without the spring: the
+    friction disk; MotionSolve's 3D friction, Comment 7, with a circular
+    ellipse, Comment 8).
+
+    Each element is `dims` consecutive slip rows ``s`` (the tangential
+    velocity of a contact point). While it slips,
+
+        f = fc · s / |s|
+
+    (opposing the slip, in the sign convention of `jaxfric.friction`); while
+    it sticks, ``s ≡ 0`` and the stick force ``f`` (solved with the rest of
+    the system) obeys ``|f| <= fs``. The switch path locates the stop
+    (``|s| → 0``) and the breakaway (``|f| → fs``) as events, so a stuck
+    contact has slip velocity exactly zero and does not creep.
+
+    With `mu` (and `mu_s`) instead of `fc` (`fs`), the levels are ``μ·N`` with
+    ``N`` the system's contact normal force at each state
+    (`jaxfric.systems.AbstractSystem.normal_forces`, e.g. the penalty contact
+    of `jaxfric.systems.FreeBodies`).
+
+    Args:
+        fc: kinetic level, N, ``>= 0`` (one per row, equal on an element's rows).
+        fs: static limit, N, ``>= fc``; default `fc`.
+        mu: instead of `fc`, the kinetic friction coefficient, ``>= 0``.
+        mu_s: with `mu`, the static coefficient, ``>= mu``; default `mu`.
+        dims: rows per element (static), 2 or 3.
+    """
+
+    fc: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
+    fs: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
+    mu: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
+    mu_s: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
+    dims: int = eqx.field(static=True)
+
+    def __init__(self, fc=None, fs=None, mu=None, mu_s=None, dims=2):
+        if (fc is None) == (mu is None):
+            raise ValueError(
+                "IsotropicCoulomb needs the level `fc` (N) or the friction "
+                "coefficient `mu` (level mu·N), not both."
+            )
+        if (fc is None and fs is not None) or (mu is None and mu_s is not None):
+            raise ValueError(
+                "IsotropicCoulomb: give `fs` with `fc`, or `mu_s` with `mu`."
+            )
+        if isinstance(dims, bool) or dims not in (2, 3):
+            raise ValueError(f"`dims` must be 2 or 3 (rows per element); got {dims!r}.")
+        self.fc = fc
+        self.fs = fc if fs is None else fs
+        self.mu = mu
+        self.mu_s = mu if mu_s is None else mu_s
+        self.dims = dims
+
+    def __check_init__(self):
+        check_fields_broadcast(self, ("fc", "fs", "mu", "mu_s"))
+
+    def parameter_checks(self):
+        if self.mu is not None:
+            return (
+                InRange("mu", self.mu, lower=0.0),
+                InRange("mu_s", self.mu_s, lower=0.0),
+                AtLeast("mu_s", self.mu_s, "mu", self.mu),
+            )
+        return (
+            InRange("fc", self.fc, lower=0.0),
+            InRange("fs", self.fs, lower=0.0),
+            AtLeast("fs", self.fs, "fc", self.fc),
+        )
+
+    def ordered_levels(self):
+        return (("mu_s", "mu"),) if self.mu is not None else (("fs", "fc"),)
+
+    @property
+    def rows_per_element(self) -> int:
+        return self.dims
+
+    def at_state(self, system, q, qd) -> "IsotropicCoulomb":
+        """With `mu`: the law at the levels ``fc = μ·N``, ``fs = μ_s·N``, N,
+        with ``N`` the contact normal forces at ``(q, q̇)``."""
+        if self.mu is None:
+            return self
+        normal = system.normal_forces(q, qd)
+        return IsotropicCoulomb(
+            fc=self.mu * normal, fs=self.mu_s * normal, dims=self.dims
+        )
+
+    def _levels(self):
+        if self.fc is None:
+            raise ValueError(
+                "this IsotropicCoulomb law has friction coefficients: take "
+                "`law.at_state(system, q, qd)` first (its levels are mu·N)."
+            )
+        return self.fc, self.fs
+
+    def slip_force(self, slip_velocity, direction) -> SlipVector:
+        """``fc · s/|s|`` per element. `direction` is the unit reference of
+        the slip (`jaxfric.simulate`'s switch path: the slip direction at the
+        segment's start): it gives the force where ``s = 0`` (an element
+        released from rest) and, past a stop, extends the force smoothly
+        (``s/|s|`` times the sign of ``s·direction``) so that the stop is a
+        crossing that the event finder locates, not a jump."""
+        fc, _ = self._levels()
+        s = jnp.asarray(slip_velocity)
+        u = jnp.asarray(direction, dtype=s.dtype)
+        norm, moving = block_norm(s, self.dims)
+        ahead = jnp.where(block_dot(s, u, self.dims) >= 0, 1.0, -1.0)
+        unit = jnp.where(moving, ahead * s / jnp.where(moving, norm, 1.0), u)
+        return fc * unit
+
+    def force(self, slip_velocity) -> SlipVector:
+        """``fc · s/|s|``, 0 at ``s = 0`` (the stick force is the switch
+        path's)."""
+        fc, _ = self._levels()
+        s = jnp.asarray(slip_velocity)
+        norm, moving = block_norm(s, self.dims)
+        return jnp.where(moving, fc * s / jnp.where(moving, norm, 1.0), 0.0)
+
+    def breakaway(self, direction) -> SlipVector:
+        """The static limit ``fs`` of the element's force norm, per row."""
+        _, fs = self._levels()
+        return jnp.broadcast_to(fs, jnp.shape(direction)).astype(float)

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike
 
 from .._check import InRange, as_float, as_optional_float, check_fields_broadcast
+from .._math import block_norm
 from .._types import Float, ScalarLike, SlipVector
 from ..simulate import KIKUUWE_PATH, AbstractPath
 from ._base import AbstractFrictionLaw
@@ -39,18 +40,10 @@ def gsat(
     limit = jnp.asarray(limit)
     if dims == 1:
         return jnp.clip(x, -limit, limit)
-    if x.ndim != 1 or x.shape[0] % dims:
-        raise ValueError(
-            f"gsat with dims={dims} needs a vector whose length is a multiple of "
-            f"{dims}; got shape {x.shape}."
-        )
-    blocks = x.reshape(-1, dims)
-    level = jnp.broadcast_to(limit, x.shape).reshape(-1, dims)[:, 0]
-    squared = jnp.sum(blocks**2, axis=1)
-    positive = squared > 0  # the norm's gradient is undefined at 0
-    norm = jnp.sqrt(jnp.where(positive, squared, 1.0))
-    scale = jnp.where(positive & (norm > level), level / norm, 1.0)
-    return (blocks * scale[:, None]).reshape(x.shape)
+    norm, _ = block_norm(x, dims)
+    # The level of each block is its first row's.
+    level = jnp.repeat(jnp.broadcast_to(limit, x.shape)[::dims], dims)
+    return x * jnp.where(norm > level, level / jnp.where(norm > 0, norm, 1.0), 1.0)
 
 
 class Kikuuwe(AbstractFrictionLaw):
@@ -124,6 +117,10 @@ class Kikuuwe(AbstractFrictionLaw):
             InRange("b", self.b, lower=0.0, lower_open=True),
             level,
         )
+
+    @property
+    def rows_per_element(self) -> int:
+        return self.dims
 
     def at_state(self, system, q, qd) -> "Kikuuwe":
         """With `mu`: this law at the level ``F = μ·N(q, q̇)`` (Kikuuwe &

@@ -27,7 +27,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._types import SlipVector, Vector
+from .._types import Coordinates, SlipVector, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem
 from ._fixed_step import StageStepRK4, solve_fixed_step
@@ -46,7 +46,11 @@ from ._stick import masked_solve, stick_parts
 
 
 def karnopp_friction(
-    system: AbstractSystem, law: AbstractFrictionLaw, q: Vector, qd: Vector, net: Vector
+    system: AbstractSystem,
+    law: AbstractFrictionLaw,
+    q: Coordinates,
+    qd: Vector,
+    net: Vector,
 ) -> tuple[SlipVector, Vector, Vector]:
     """Friction, acceleration and kinematic velocity of Karnopp's model.
 

@@ -52,6 +52,14 @@ class AbstractFrictionLaw(eqx.Module):
         del reactions
         return self
 
+    @property
+    def rows_per_element(self) -> int:
+        """Slip rows per friction element: 1, or the rows of a vector element
+        (2 for friction in a contact plane: the element's force lies in a disk
+        of its rows, `jaxfric.friction.IsotropicCoulomb`). Consecutive rows of
+        ``J`` form one element."""
+        return 1
+
     def at_state(self, system, q, qd) -> "AbstractFrictionLaw":
         """This law with its levels at the state ``(q, q̇)`` of `system`: a law
         whose level is a friction coefficient times the contact normal force

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import optimistix as optx
 
-from .._types import SlipVector, Vector
+from .._types import Coordinates, SlipVector, Vector
 from ..systems import AbstractSystem
 from ._law import AbstractFrictionLaw
 
@@ -16,7 +16,7 @@ from ._law import AbstractFrictionLaw
 def solve_load_coupling(
     system: AbstractSystem,
     law: AbstractFrictionLaw,
-    q: Vector,
+    q: Coordinates,
     qd: Vector,
     applied: Vector,
     acc_net: Vector,

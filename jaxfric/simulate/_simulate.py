@@ -180,7 +180,15 @@ def _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw):
     # Without `throw`, a traced non-finite start state is reported the same way.
     nonfinite = nonfinite | ~jnp.all(jnp.isfinite(jnp.concatenate([q0, qd0])))
     path = friction.simulation_path
+    cap = options.dtmax is None and "dtmax" in path.options
     options = path.defaults(options, t0, t1, q0.dtype)
+    limit = system.step_limit()
+    if cap and limit is not None:
+        # A stiff mode at rest shows no error, so the step-size controller
+        # would step past its stability limit; its sensitivities would then
+        # grow from rounding (`AbstractSystem.step_limit`).
+        dtmax = limit if options.dtmax is None else jnp.minimum(options.dtmax, limit)
+        options = dataclasses.replace(options, dtmax=dtmax)
     args = (system, friction, force, q0, qd0, t0, t1, ts)
     sol = path.run(*args, options)
     return finish(sol, throw, invalid, nonfinite_start=nonfinite, differentiated=args)

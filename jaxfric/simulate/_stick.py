@@ -14,7 +14,8 @@ import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 
-from .._types import Float, Int, SlipVector, Vector
+from .._math import block_dot, block_norm
+from .._types import Coordinates, Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
 from ._law import AbstractFrictionLaw
 from ._lcp import box_lcp
@@ -215,7 +216,7 @@ def masked_solve(
 
 def free_acceleration(
     system: AbstractSystem,
-    q: Vector,
+    q: Coordinates,
     qd: Vector,
     rhs: Vector,
     dynamics: Dynamics | None = None,
@@ -244,7 +245,7 @@ class StickParts(NamedTuple):
 
 def stick_parts(
     system: AbstractSystem,
-    q: Vector,
+    q: Coordinates,
     qd: Vector,
     net: Vector,
     dynamics: Dynamics | None = None,
@@ -258,7 +259,7 @@ def stick_parts(
 
 def solve_stick(
     system: AbstractSystem,
-    q: Vector,
+    q: Coordinates,
     qd: Vector,
     net: Vector,
     slip_friction: SlipVector,
@@ -312,17 +313,18 @@ def solve_stick(
 def friction_and_acceleration(
     system: AbstractSystem,
     law: AbstractFrictionLaw,
-    q: Vector,
+    q: Coordinates,
     qd: Vector,
     net: Vector,
     modes: Int[jax.Array, " m"],
     split: bool = True,
     dynamics: Dynamics | None = None,
+    reference: SlipVector | None = None,
 ) -> tuple[SlipVector, Vector]:
     """Friction and accelerations for fixed modes (the vector field of a
     segment): `friction_at_modes` without the law at the state."""
     friction, acc, _ = friction_at_modes(
-        system, law, q, qd, net, modes, split=split, dynamics=dynamics
+        system, law, q, qd, net, modes, split, dynamics, reference=reference
     )
     return friction, acc
 
@@ -333,18 +335,21 @@ def friction_and_acceleration(
 def friction_at_modes(
     system: AbstractSystem,
     law: AbstractFrictionLaw,
-    q: Vector,
+    q: Coordinates,
     qd: Vector,
     net: Vector,
     modes: Int[jax.Array, " m"],
     split: bool = True,
     dynamics: Dynamics | None = None,
     parts: StickParts | None = None,
+    reference: SlipVector | None = None,
 ) -> tuple[SlipVector, Vector, AbstractFrictionLaw]:
     """Friction, accelerations and the law's levels for fixed modes.
 
     Slipping elements take ``law.slip_force(s, mode)`` with the direction held
-    by the mode (Farhat et al. 2010, Eq. 8); stuck ones the Delassus solve,
+    by the mode (Farhat et al. 2010, Eq. 8), or, for vector elements
+    (`AbstractFrictionLaw.rows_per_element` > 1), with the unit `reference`
+    direction of each element's slip (`isotropic_modes`); stuck ones the Delassus solve,
     redundant ones sharing their load in proportion to their static limits
     (`split`; without it the stick forces of redundant elements are any that
     hold them, and the accelerations the same). `dynamics`:
@@ -367,8 +372,9 @@ def friction_at_modes(
         dynamics = system.dynamics(q, qd)
     if parts is None:
         parts = stick_parts(system, q, qd, net, dynamics)
+    law = law.at_state(system, q, qd)
     slip = dynamics.jac @ qd
-    direction = jnp.where(modes >= 0, 1.0, -1.0)
+    direction = jnp.where(modes >= 0, 1.0, -1.0) if reference is None else reference
     stuck = modes == STICK
 
     def solve(law_at):
@@ -416,7 +422,8 @@ def stick_margin(
     """Distance of a stick force from the static limits, ``>= 0`` inside them.
 
     ``min(breakaway(+1) − f, breakaway(−1) + f)``: reaches zero at breakaway
-    (Farhat et al. 2010, Eq. 5).
+    (Farhat et al. 2010, Eq. 5); ``fs − |f|`` for a vector element (on each
+    of its rows).
 
     Args:
         law: a set-valued friction law (its `breakaway` levels).
@@ -434,13 +441,17 @@ def stick_margin(
             "friction))."
         )
     limit_pos, limit_neg, _ = limit_scale(law, friction)
+    dims = law.rows_per_element
+    if dims > 1:
+        # A vector element breaks away when its force's norm reaches the limit.
+        return limit_pos - block_norm(friction, dims)[0]
     return jnp.minimum(limit_pos - friction, limit_neg + friction)
 
 
 def consistent_modes(
     system: AbstractSystem,
     law: AbstractFrictionLaw,
-    q: Vector,
+    q: Coordinates,
     qd: Vector,
     net: Vector,
     modes: Int[jax.Array, " m"],
@@ -644,3 +655,172 @@ def consistent_modes(
         lambda modes: (modes, consistent),
         modes,
     )
+
+
+# Bisection steps of the slip-direction problem of a vector element (its
+# secular equation on [0, |a0|], to 2^-60 of the bracket, then one Newton
+# step for the derivatives).
+_DIRECTION_BISECTIONS = 60
+
+
+def _slip_direction(a0: jax.Array, delassus: jax.Array, level: jax.Array):
+    """The direction ``u`` (unit) of a vector element released from rest:
+    with the element's force ``level·u``, its slip acceleration
+    ``a = a0 − level·W u`` must point along ``u`` (``a = λu``, ``λ >= 0``:
+    the element accelerates the way its friction opposes, the maximum
+    dissipation of isotropic Coulomb friction), so
+
+        u = (level·W + λI)⁻¹ a0,   |u| = 1,
+
+    a secular equation in ``λ`` whose left side's norm decreases in ``λ >= 0``
+    (``W`` positive semidefinite) and is at most ``|a0|/λ``: bisection on
+    ``[0, |a0|]``, then one Newton step (without a gradient through the
+    bracket, so the derivative is the implicit one). Returns ``(u, ok)``;
+    ``ok`` is false when no ``λ >= 0`` solves it (the stick force ``W⁻¹a0``
+    is inside ``level``: the element cannot slip from rest).
+    """
+    d = a0.shape[0]
+    eye = jnp.eye(d, dtype=a0.dtype)
+
+    def excess(lam, a0=a0, delassus=delassus, level=level):
+        x = jnp.linalg.solve(level * delassus + lam * eye, a0)
+        return x @ x - 1.0
+
+    top = jnp.sqrt(a0 @ a0)
+    a0_c, w_c, level_c = jax.lax.stop_gradient((a0, delassus, level))
+
+    def halve(_, bracket):
+        lo, hi = bracket
+        mid = 0.5 * (lo + hi)
+        above = excess(mid, a0_c, w_c, level_c) > 0
+        return jnp.where(above, mid, lo), jnp.where(above, hi, mid)
+
+    zero = jnp.zeros((), a0.dtype)
+    ok = excess(zero, a0_c, w_c, level_c) >= 0
+    lo, hi = jax.lax.fori_loop(
+        0, _DIRECTION_BISECTIONS, halve, (zero, jax.lax.stop_gradient(top))
+    )
+    lam = jax.lax.stop_gradient(0.5 * (lo + hi))
+    slope = jax.grad(lambda x: excess(x, a0_c, w_c, level_c))(lam)
+    lam = lam - excess(lam) / jnp.where(slope != 0, slope, 1.0)
+    x = jnp.linalg.solve(level * delassus + lam * eye, a0)
+    return x / jnp.sqrt(jnp.maximum(x @ x, 1e-300)), ok
+
+
+def isotropic_modes(
+    system: AbstractSystem,
+    law: AbstractFrictionLaw,
+    q: Coordinates,
+    qd: Vector,
+    net: Vector,
+    modes: Int[jax.Array, " m"],
+    reference: SlipVector,
+    at_zero: jax.Array,
+    released: jax.Array,
+    dynamics: Dynamics | None = None,
+) -> tuple[Int[jax.Array, " m"], SlipVector, jax.Array]:
+    """Modes and slip directions of vector elements (`rows_per_element` > 1,
+    `jaxfric.friction.IsotropicCoulomb`) at zero slip velocity: the vector
+    form of Farhat et al. 2010, Sec. 4.2.
+
+    The elements of `at_zero` are assumed stuck and their stick forces solved
+    together (the Delassus system, Eq. 7, with all their rows); the stuck
+    element furthest outside its disk ``|f| <= fs`` is released, and every
+    element slipping from rest (released here, or in `released`: a breakaway)
+    gets the direction in which it accelerates under its own kinetic force
+    (`_slip_direction`, one element at a time with the others' forces held,
+    swept twice); repeated until no stuck force is outside its disk. The
+    result is checked, never assumed: every stuck force inside its disk
+    (relative ``1e-9``), every element slipping from rest accelerating along
+    its direction.
+
+    Args:
+        modes: per row, ``0`` stuck or ``1`` slipping (all rows of an element
+            alike).
+        reference: per row, the unit slip direction of each slipping element.
+        at_zero: rows of elements at zero slip velocity whose mode is to be
+            decided (stuck ones and those whose slip just stopped).
+        released: rows of elements breaking away (slipping from rest).
+
+    Returns:
+        ``(modes, reference, consistent)``.
+    """
+    d = law.rows_per_element
+    m = modes.shape[0]
+    count = m // d
+    parts = stick_parts(system, q, qd, net, dynamics)
+    law_at = law.at_state(system, q, qd)
+    element = jnp.arange(m) // d
+    rest = at_zero | released
+    # The slip of the elements at rest is projected to zero after this.
+    slip = jnp.where(rest, 0.0, parts.jac @ qd)
+    limit = law_at.breakaway(slip)
+    first_rows = jnp.zeros_like(slip).at[::d].set(1.0)
+    kinetic = block_norm(law_at.slip_force(jnp.zeros_like(slip), first_rows), d)[0]
+    modes = jnp.where(at_zero, STICK, jnp.where(released, 1, modes)).astype(jnp.int32)
+    weights = jnp.maximum(limit, 1e-30)
+
+    def rates(f_slip, stuck):
+        friction, acc = solve_stick(
+            system, q, qd, net, f_slip, stuck, parts, weights, split=False
+        )
+        return friction, parts.jac @ acc + parts.jdot_qd
+
+    def directions(modes, reference):
+        stuck = modes == STICK
+        moving = ~stuck & rest
+
+        def one(k, reference):
+            rows = element == k
+            f_slip = jnp.where(rows, 0.0, law_at.slip_force(slip, reference))
+            start = k * d
+            basis = jax.lax.dynamic_slice_in_dim(jnp.eye(m, dtype=slip.dtype), start, d)
+            a0 = jax.lax.dynamic_slice_in_dim(rates(f_slip, stuck)[1], start, d)
+            columns = jax.vmap(lambda e: rates(f_slip + e, stuck)[1])(basis)
+            columns = jax.lax.dynamic_slice_in_dim(columns, start, d, axis=1)
+            delassus = (a0[None, :] - columns).T
+            applies = jnp.any(rows & moving)
+            # Elements that do not slip from rest get a harmless problem: its
+            # value is discarded, and a singular one would make gradients NaN.
+            eye = jnp.eye(d, dtype=a0.dtype)
+            a0 = jnp.where(applies, a0, eye[0])
+            delassus = jnp.where(applies, delassus, eye)
+            level = jnp.where(applies, kinetic[start], 1.0)
+            u, _ = _slip_direction(a0, delassus, level)
+            new = jax.lax.dynamic_update_slice_in_dim(reference, u, start, 0)
+            return jnp.where(applies, new, reference)
+
+        def sweep(_, reference):
+            return jax.lax.fori_loop(0, count, one, reference)
+
+        return jax.lax.fori_loop(0, 2, sweep, reference)
+
+    def release(_, carry):
+        modes, reference = carry
+        reference = directions(modes, reference)
+        stuck = modes == STICK
+        friction, _ = rates(law_at.slip_force(slip, reference), stuck)
+        norm = block_norm(friction, d)[0]
+        excess = jnp.where(stuck & at_zero, norm / weights - 1.0, -jnp.inf)
+        worst = jnp.argmax(excess)
+        rows = (element == element[worst]) & (excess[worst] > 1e-9)
+        return jnp.where(rows, 1, modes).astype(modes.dtype), reference
+
+    modes, reference = jax.lax.fori_loop(0, count + 1, release, (modes, reference))
+    reference = directions(modes, reference)
+    stuck = modes == STICK
+    friction, rate = rates(law_at.slip_force(slip, reference), stuck)
+    inside = block_norm(friction, d)[0] <= limit * (1 + 1e-9) + 1e-300
+    along = block_dot(rate, reference, d)
+    speed = block_norm(rate, d)[0]
+    # Rounding: 1e-9 of the slip acceleration each element's limit produces.
+    tol = 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * weights
+    across = jnp.sqrt(jnp.maximum(speed**2 - along**2, 0.0))
+    aligned = (along >= -tol) & (across <= 1e-6 * speed + tol)
+    finite = jnp.all(jnp.isfinite(friction)) & jnp.all(jnp.isfinite(rate))
+    consistent = (
+        finite
+        & jnp.all(jnp.where(stuck, inside, True))
+        & jnp.all(jnp.where(~stuck & rest, aligned, True))
+    )
+    return modes, reference, consistent

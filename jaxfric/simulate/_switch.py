@@ -26,7 +26,7 @@ Diffrax's time steps inside a segment then carry no gradient.
 """
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import diffrax
 import equinox as eqx
@@ -35,7 +35,8 @@ import jax
 import jax.numpy as jnp
 import optimistix as optx
 
-from .._types import Array, Bool, Float, Int, Vector
+from .._math import block_dot, block_norm
+from .._types import Array, Bool, Coordinates, Float, Int, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem, Dynamics
 from ._common import (
@@ -60,6 +61,7 @@ from ._stick import (
     free_acceleration,
     friction_and_acceleration,
     friction_at_modes,
+    isotropic_modes,
     masked_solve,
     stick_margin,
 )
@@ -176,6 +178,9 @@ class _Segment(eqx.Module):
     # `DipGuard`'s history of the step ends before `t_start` (a segment that
     # continues another across a save time keeps screening from its start).
     dip_history: tuple
+    # Vector elements (`rows_per_element` > 1): the unit slip direction of each
+    # slipping element at the segment's start, per row; `None` otherwise.
+    reference: Float[Array, " m"] | None = None
 
 
 def _net_force(system, force, t, q, qd, x) -> tuple[Vector, Array, Dynamics]:
@@ -199,10 +204,10 @@ def _vector_field(t, y, seg: _Segment):
     # Accelerations only: how redundant stuck elements split their load is
     # not needed here (and its correction would be compiled at every stage).
     _, acc = friction_and_acceleration(
-        seg.system, seg.law, q, qd, net, seg.modes, split=False, dynamics=dynamics
+        seg.system, seg.law, q, qd, net, seg.modes, False, dynamics, seg.reference
     )
     # Exact zeros keep a stuck joint's position constant to the last bit.
-    dq = jnp.where(seg.hold, 0.0, qd)
+    dq = seg.system.coordinate_rate(q, jnp.where(seg.hold, 0.0, qd))
     dqd = jnp.where(seg.hold, 0.0, acc)
     return dq, dqd, rate
 
@@ -210,16 +215,29 @@ def _vector_field(t, y, seg: _Segment):
 @eqx.filter_jit
 def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
     """Per element, a quantity positive inside the segment that reaches zero at
-    the element's event: ``mode·s`` when slipping, the stick margin when stuck."""
+    the element's event (`_conditions`)."""
     q, qd, x = y
     net, _, dynamics = _net_force(seg.system, seg.force, t, q, qd, x)
     friction, _, law_at = friction_at_modes(
-        seg.system, seg.law, q, qd, net, seg.modes, dynamics=dynamics
-    )
+        seg.system, seg.law, q, qd, net, seg.modes, dynamics=dynamics,
+        reference=seg.reference,
+    )  # fmt: skip
     slip = dynamics.jac @ qd
-    return jnp.where(
-        seg.modes == STICK, stick_margin(law_at, friction), seg.modes * slip
-    )
+    return _conditions(seg.modes, seg.reference, slip, law_at, friction)
+
+
+def _conditions(modes, reference, slip, law_at, friction) -> Float[Array, " m"]:
+    """The stick margin of stuck elements (`stick_margin`); ``mode·s`` of
+    slipping ones, or for a vector element ``s·u`` with ``u`` its slip
+    direction at the segment's start: zero when its slip stops (``|s|`` has a
+    kink there, ``s·u`` crosses smoothly, so the event time's derivative is
+    right) or when it turns a right angle from ``u`` (then it slips on with a
+    new ``u``, `_switch`)."""
+    if reference is None:
+        moving = modes * slip
+    else:
+        moving = block_dot(slip, reference, law_at.rows_per_element)
+    return jnp.where(modes == STICK, stick_margin(law_at, friction), moving)
 
 
 @eqx.filter_custom_jvp
@@ -301,7 +319,7 @@ def _event_condition(t, y, args: _Segment, **kwargs):
 
 def _project_velocity(
     system: AbstractSystem,
-    q: Vector,
+    q: Coordinates,
     qd: Vector,
     zero: Bool[Array, " m"],
     dynamics: Dynamics,
@@ -341,8 +359,19 @@ def _joint_coordinates(jac, elements) -> Bool[Array, " dof"]:
 
 
 def _switch(
-    system, law, q, qd, net, friction, modes, at_zero, breakaway, dynamics
-) -> tuple[Int[Array, " m"], Vector, Bool[Array, " dof"], Bool[Array, ""]]:
+    system,
+    law,
+    q,
+    qd,
+    net,
+    friction,
+    modes,
+    at_zero,
+    breakaway,
+    dynamics,
+    reference=None,
+    turned=None,
+) -> tuple[Int[Array, " m"], Vector, Bool[Array, " dof"], Bool[Array, ""], Any]:
     """New modes at an event (Farhat et al. 2010, Sec. 4.2 and Eq. 8).
 
     Args:
@@ -357,43 +386,58 @@ def _switch(
         dynamics: `AbstractSystem.dynamics` at the event state (one closure
             solve of a closed chain serves the whole switch; the velocity
             projection changes ``q̇`` by a rounding-size impulse only).
+        reference, turned: vector elements only (else `None`): the slip
+            directions, and the slipping elements whose slip turned a right
+            angle from theirs (they slip on, from their slip's direction);
+            modes and directions then come from `isotropic_modes`.
 
     Returns:
-        ``(modes, q̇, hold, ok)``: the new modes, the velocities with the zero
-        elements' slip velocities set to zero, the coordinates held exactly in
-        the next segment, and whether the stick solve was finite.
+        ``(modes, q̇, hold, ok, reference)``: the new modes, the velocities with
+        the zero elements' slip velocities set to zero, the coordinates held
+        exactly in the next segment, whether the stick solve was finite (and
+        the modes consistent), and the new slip directions (`None` for scalar
+        elements).
     """
-    released = jnp.where(friction >= 0, 1, -1).astype(modes.dtype)
-    modes = jnp.where(breakaway, released, modes)
-    modes, consistent = consistent_modes(
-        system,
-        law,
-        q,
-        qd,
-        net,
-        modes,
-        at_zero & ~breakaway,
-        released=breakaway,
-        dynamics=dynamics,
-    )
+    if reference is not None:
+        slip = dynamics.jac @ qd
+        norm = block_norm(slip, law.rows_per_element)[0]
+        reference = jnp.where(turned, slip / jnp.where(turned, norm, 1.0), reference)
+        modes, reference, consistent = isotropic_modes(
+            system, law, q, qd, net, modes, reference, at_zero, breakaway, dynamics
+        )
+    else:
+        released = jnp.where(friction >= 0, 1, -1).astype(modes.dtype)
+        modes = jnp.where(breakaway, released, modes)
+        modes, consistent = consistent_modes(
+            system,
+            law,
+            q,
+            qd,
+            net,
+            modes,
+            at_zero & ~breakaway,
+            released=breakaway,
+            dynamics=dynamics,
+        )
     qd = _project_velocity(system, q, qd, at_zero | breakaway, dynamics)
     stuck = modes == STICK
     hold = _joint_coordinates(dynamics.jac, stuck)
     friction, acc = friction_and_acceleration(
-        system, law, q, qd, net, modes, dynamics=dynamics
+        system, law, q, qd, net, modes, dynamics=dynamics, reference=reference
     )
     ok = jnp.all(jnp.isfinite(friction)) & jnp.all(jnp.isfinite(acc))
     ok = ok & jnp.all(jnp.isfinite(qd)) & consistent
-    return modes, qd, hold, ok
+    return modes, qd, hold, ok, reference
 
 
 class _Carry(eqx.Module):
     t: Float[Array, ""]
-    q: Vector
+    q: Coordinates
     qd: Vector
     x: Float[Array, " c"]
     modes: Int[Array, " m"]
     hold: Bool[Array, " dof"]
+    reference: Float[Array, " m"] | None  # vector elements' slip directions
     # The modes at `t` are still to be decided (`_switch` at the start of the
     # next segment): at the start, and after an event (then `num_events > 0`).
     pending: Bool[Array, ""]
@@ -441,6 +485,12 @@ def _segment_save_times(ts, chunk: int, t_start, t_stop):
     return first, (diffrax.SubSaveAt(ts=seg_ts),)
 
 
+def _marks(c: "_Carry") -> tuple:
+    """What is saved besides the state: the modes, and the slip directions of
+    vector elements."""
+    return (c.modes,) if c.reference is None else (c.modes, c.reference)
+
+
 def _save_segment(c: _Carry, ts, t1, chunk: int, first, t_start, t_e, y_e, at_seg_ts):
     """`c.saved` with the times this segment spanned (with a stop at every save
     time: its start); a time equal to an event time is taken from the next
@@ -465,9 +515,10 @@ def _save_segment(c: _Carry, ts, t1, chunk: int, first, t_start, t_e, y_e, at_se
         back = jnp.clip(index - first, 0, chunk - 1)
         inside = tuple(y[back] for y in at_seg_ts[0])
     take = spanned & ~c.done
-    rows = (*inside, jnp.broadcast_to(c.modes, (chunk, c.modes.shape[0])))
+    marks = _marks(c)
+    rows = (*inside, *(jnp.broadcast_to(a, (chunk, a.shape[0])) for a in marks))
     at_end = (ts[-1] >= t_e) & (t_e >= t1) & ~c.done
-    ends = (*y_e, c.modes)
+    ends = (*y_e, *marks)
 
     def update(buffer, row, end):
         old = jax.lax.dynamic_slice_in_dim(buffer, start, chunk)
@@ -479,11 +530,13 @@ def _save_segment(c: _Carry, ts, t1, chunk: int, first, t_start, t_e, y_e, at_se
     return tuple(map(update, c.saved, rows, ends))
 
 
-def _switching_elements(system, law, force, modes, t_e, y_e, event_hit, time_tol):
-    """``(net, friction, at_zero, breakaway, dynamics)`` at a segment's end
-    `t_e`: the net force and the friction of the old `modes`, the elements
-    whose mode is to be decided, those breaking away, and the system's terms
-    (see `_switch`).
+def _switching_elements(
+    system, law, force, modes, reference, t_e, y_e, event_hit, time_tol
+):
+    """``(net, friction, at_zero, breakaway, dynamics, turned)`` at a segment's
+    end `t_e`: the net force and the friction of the old `modes`, the elements
+    whose mode is to be decided, those breaking away, the system's terms, and
+    (vector elements) those whose slip turned a right angle (see `_switch`).
 
     The elements that switch: the one that triggered, and any slipping one
     whose velocity reaches zero within a few event-time tolerances of it
@@ -494,18 +547,29 @@ def _switching_elements(system, law, force, modes, t_e, y_e, event_hit, time_tol
     stuck = modes == STICK
     net, _, dynamics = _net_force(system, force, t_e, q_e, qd_e, x_e)
     friction, acc, law_at = friction_at_modes(
-        system, law, q_e, qd_e, net, modes, dynamics=dynamics
+        system, law, q_e, qd_e, net, modes, dynamics=dynamics, reference=reference
     )
     slip = dynamics.jac @ qd_e
     slip_rate = dynamics.jac @ acc + dynamics.jdot_qd
-    g = jnp.where(stuck, stick_margin(law_at, friction), modes * slip)
+    g = _conditions(modes, reference, slip, law_at, friction)
     window = 100 * time_tol * (1 + jnp.abs(t_e))
-    soon = ~stuck & (g <= jnp.abs(slip_rate) * window)
-    near = soon | (jnp.arange(modes.shape[0]) == jnp.argmin(g))
+    dims = law.rows_per_element
+    element = jnp.arange(modes.shape[0]) // dims
+    if reference is None:
+        soon = ~stuck & (g <= jnp.abs(slip_rate) * window)
+    else:
+        # Stopped: the slip is within the window of zero (a right-angle turn
+        # leaves it finite).
+        speed = block_norm(slip, dims)[0]
+        soon = ~stuck & (speed <= block_norm(slip_rate, dims)[0] * window)
+    near = soon | (element == element[jnp.argmin(g)])
     hit = event_hit & near
     breakaway = hit & stuck
-    at_zero = (stuck & ~breakaway) | (hit & ~stuck)
-    return net, friction, at_zero, breakaway, dynamics
+    if reference is None:
+        at_zero = (stuck & ~breakaway) | (hit & ~stuck)
+        return net, friction, at_zero, breakaway, dynamics, None
+    at_zero = (stuck & ~breakaway) | (hit & ~stuck & soon)
+    return net, friction, at_zero, breakaway, dynamics, hit & ~stuck & ~soon
 
 
 def _switch_pending(system, law, force, c: "_Carry", time_tol) -> "_Carry":
@@ -519,14 +583,19 @@ def _switch_pending(system, law, force, c: "_Carry", time_tol) -> "_Carry":
     """
     y = (c.q, c.qd, c.x)
     after_event = c.pending & (c.num_events > 0)
-    net, friction, at_zero, breakaway, dynamics = _switching_elements(
-        system, law, force, c.modes, c.t, y, after_event, time_tol
+    net, friction, at_zero, breakaway, dynamics, turned = _switching_elements(
+        system, law, force, c.modes, c.reference, c.t, y, after_event, time_tol
     )
-    modes, qd, hold, ok = _switch(
-        system, law, c.q, c.qd, net, friction, c.modes, at_zero, breakaway, dynamics
-    )
+    modes, qd, hold, ok, reference = _switch(
+        system, law, c.q, c.qd, net, friction, c.modes, at_zero, breakaway,
+        dynamics, c.reference, turned,
+    )  # fmt: skip
     apply = c.pending & ~c.done
     failed = apply & ~ok
+    if reference is not None:
+        c = eqx.tree_at(
+            lambda k: k.reference, c, jnp.where(apply & ok, reference, c.reference)
+        )
     return eqx.tree_at(
         lambda k: (k.qd, k.modes, k.hold, k.pending, k.done, k.result),
         c,
@@ -579,20 +648,21 @@ def _solution(system, law, force, ts, final: _Carry, event_times, num_vf_evals):
     result = name_configuration_failure(system, result, final.q)
     # Equal save times take the state saved at the last of them.
     same = jnp.searchsorted(ts, ts, side="right") - 1
-    q_s, qd_s, x_s, modes_s = (a[same] for a in final.saved)
+    q_s, qd_s, x_s, modes_s, *reference_s = (a[same] for a in final.saved)
 
-    def friction_at(t, q, qd, x, modes):
+    def friction_at(t, q, qd, x, modes, *reference):
         net, _, dynamics = _net_force(system, force, t, q, qd, x)
         f, _ = friction_and_acceleration(
-            system, law, q, qd, net, modes, dynamics=dynamics
-        )
+            system, law, q, qd, net, modes, dynamics=dynamics,
+            reference=reference[0] if reference else None,
+        )  # fmt: skip
         return f
 
     return Solution(
         ts=ts,
         q=q_s,
         qd=qd_s,
-        friction=jax.vmap(friction_at)(ts, q_s, qd_s, x_s, modes_s),
+        friction=jax.vmap(friction_at)(ts, q_s, qd_s, x_s, modes_s, *reference_s),
         slip_velocity=jax.vmap(system.slip_velocity)(q_s, qd_s),
         friction_state=jnp.zeros((ts.shape[0], 0), q_s.dtype),
         force_state=x_s,
@@ -657,6 +727,7 @@ class SwitchPath(AbstractPath):
     """
 
     name: ClassVar[str] = "the switch path"
+    coordinate_rates: ClassVar[bool] = True
     options: ClassVar[frozenset[str]] = frozenset(
         ("solver", "rtol", "atol", "dt0", "dtmax", "jump_ts", "max_steps")
         + ("max_events", "adjoint")
@@ -696,17 +767,24 @@ class SwitchPath(AbstractPath):
         )
         x0 = force_state0(force, q0, qd0)
         # The modes at the start are decided by the first segment's switch,
-        # from the signs of the slip velocities (exact zeros: candidates).
-        modes0 = jnp.sign(system.slip_velocity(q0, qd0)).astype(jnp.int32)
+        # from the signs of the slip velocities (exact zeros: candidates);
+        # vector elements slip along their slip, if any.
+        slip0 = system.slip_velocity(q0, qd0)
+        modes0 = jnp.sign(slip0).astype(jnp.int32)
+        reference0 = None
+        if law.rows_per_element > 1:
+            speed, moving = block_norm(slip0, law.rows_per_element)
+            modes0 = moving.astype(jnp.int32)
+            reference0 = jnp.where(moving, slip0 / jnp.where(moving, speed, 1.0), 0.0)
         chunk, stops = _save_stops(ts, t1)
         num_stops = stops.shape[0]
 
         saved0 = (
-            jnp.full((num_t, n), jnp.nan, dtype),
+            jnp.full((num_t, system.n_coord), jnp.nan, dtype),
             jnp.full((num_t, n), jnp.nan, dtype),
             jnp.full((num_t, x0.shape[0]), jnp.nan, dtype),
             jnp.zeros((num_t, m), jnp.int32),
-        )
+        ) + (() if reference0 is None else (jnp.zeros((num_t, m), dtype),))
         zero = jnp.array(0, dtype=jnp.int32)
         # Make every float carry depend on the inputs (no change in value) so that
         # differentiating the segment scan needs one pass over its body, not a
@@ -725,13 +803,14 @@ class SwitchPath(AbstractPath):
             x=tie(x0),
             modes=modes0,
             hold=jnp.zeros((n,), dtype=bool),
+            reference=reference0,
             pending=jnp.array(True),
             done=jnp.array(False),
             result=RESULTS.successful,
             num_events=zero,
             next_stop=jnp.searchsorted(stops, t0, side="right").astype(jnp.int32),
             dip_history=no_history(m, dtype),
-            saved=(tie(saved0[0]), tie(saved0[1]), tie(saved0[2]), saved0[3]),
+            saved=(tie(saved0[0]), tie(saved0[1]), tie(saved0[2]), *saved0[3:]),
             stats=dict.fromkeys((*_STEP_COUNTERS, "num_vf_evals"), zero),
         )
 
@@ -750,7 +829,10 @@ class SwitchPath(AbstractPath):
             # state carries it instead (`_restart`).
             t_start = jnp.where(c.done, t1, c.t)
             t_fixed = jax.lax.stop_gradient(t_start)
-            seg = _Segment(system, law, force, c.modes, c.hold, t_fixed, c.dip_history)
+            seg = _Segment(
+                system, law, force, c.modes, c.hold, t_fixed, c.dip_history,
+                c.reference,
+            )  # fmt: skip
             y_start = _restart(t_start, (c.q, c.qd, c.x), seg)
             t_start = t_fixed
             # The segment ends at the next stop (or an event).
@@ -793,6 +875,7 @@ class SwitchPath(AbstractPath):
                 x=x_e,
                 modes=c.modes,
                 hold=c.hold,
+                reference=c.reference,
                 pending=event_hit,
                 done=(result != RESULTS.successful) | (t_e >= t1),
                 result=result,

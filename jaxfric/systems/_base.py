@@ -84,6 +84,18 @@ class AbstractSystem(eqx.Module):
         del q
         return qd
 
+    def step_limit(self) -> Array | None:
+        """The largest step, s, that an explicit adaptive solver may take on
+        this system's stiffest known mode (a penalty contact's spring: ``1/ω``),
+        or `None` (default: no such mode). `jaxfric.simulate` caps its default
+        `dtmax` there: a stiff mode at rest shows no local error, so the
+        step-size controller would step far past its stability limit, and the
+        mode's sensitivities (the gradients) would grow from rounding while the
+        trajectory stays right (measured on a resting sphere: 1.6 % gradient
+        error at 4× the limit, exact below it).
+        """
+        return None
+
     def normal_forces(self, q: Coordinates, qd: Vector) -> SlipVector:
         """The normal force pressing each friction element's surfaces together,
         N, shape ``(n_friction,)`` (the same for the rows of one contact): the

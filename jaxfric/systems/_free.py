@@ -229,6 +229,13 @@ class FreeBodies(AbstractSystem):
         gyro = jnp.cross(omega, jnp.einsum("bij,bj->bi", world, omega))
         return jnp.concatenate([linear, gyro], axis=1).reshape(-1)
 
+    def step_limit(self) -> Array | None:
+        """``1/ω`` of the stiffest contact spring, ``ω = √(K/m)``, s (`None`
+        without a contact)."""
+        if self.contact is None:
+            return None
+        return jnp.sqrt(jnp.min(self.mass) / self.contact.stiffness)
+
     def normal_forces(self, q: Coordinates, qd: Vector) -> SlipVector:
         """The contact normal force of each body, repeated for its two
         friction rows, N (Kikuuwe & Yamamoto 2008, Eq. 22)."""
