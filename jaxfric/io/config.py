@@ -213,6 +213,9 @@ def _kind_of(annotation):
                 return ("module", family, annotation)
         if issubclass(annotation, Callable):  # pyright: ignore
             return None
+        if _is_concrete_class(annotation, eqx.Module) and _params(annotation):
+            # A part of a module (a free body's plane contact): a sub-table.
+            return ("part", annotation)
     if annotation is Callable or typing.get_origin(annotation) is Callable:
         return None
     if getattr(annotation, "dim_str", None) == "":  # a jaxtyping scalar
@@ -337,6 +340,14 @@ def _convert(value, kind, where: str):
                 for i, v in enumerate(value)
             )
         expected = f"an array of tables (each a {cls.__name__})"
+    elif isinstance(kind, tuple) and kind[0] == "part":
+        cls = kind[1]
+        if isinstance(value, Mapping):
+            name = cls.__name__
+            return build(
+                "system", {"type": name, **value}, section=where, types={name: cls}
+            )
+        expected = f"a table (a {cls.__name__})"
     elif isinstance(kind, tuple) and kind[0] == "choice":
         if isinstance(value, str) and value in kind[1]:
             return value

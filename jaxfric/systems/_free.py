@@ -13,7 +13,7 @@ import jax.scipy.linalg
 import numpy as np
 from jaxtyping import Array, ArrayLike
 
-from .._check import InRange, as_float, check_finite, is_concrete
+from .._check import InRange, as_float, check_finite, is_concrete, raise_if_invalid
 from .._types import Coordinates, Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem
 
@@ -76,6 +76,9 @@ class PlaneContact(eqx.Module):
     radius: Float[Array, "..."] = eqx.field(converter=as_float)
     stiffness: Float[Array, ""] = eqx.field(converter=as_float)
     damping: Float[Array, ""] = eqx.field(converter=as_float)
+
+    def __check_init__(self):
+        raise_if_invalid(self.parameter_checks())
 
     def parameter_checks(self):
         return (
