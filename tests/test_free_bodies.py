@@ -310,3 +310,25 @@ def test_exact_gradient_across_the_stop_matches_central_differences():
     analytic = (closed(mu + 1e-7) - closed(mu - 1e-7)) / 2e-7
     assert grad == pytest.approx(central, rel=1e-7)
     assert grad == pytest.approx(analytic, rel=1e-8)
+
+
+def test_contact_lugre_reaches_rolling_near_the_closed_form():
+    # MotionSolve's N-dimensional LuGre (Comment 7) with the contact's normal
+    # force: an approximate law; its rolling time is 1e-3 s off here (the
+    # bristles' presliding), its final velocity exact (momentum about the
+    # contact line), and it does not creep once rolling.
+    system, _ = _spheres((0.1,))
+    law = jf.friction.ContactLuGre(
+        mu_s=0.1, mu_d=0.1, sigma0=1e5, sigma1=100.0, sigma2=0.0, vs=1e-3
+    )
+    q0, qd0 = _sphere_start(((2.0, 0.0, 0.0),))
+    sol = jf.simulate(system, law, q0, qd0, t1=1.0, num_save=1001)
+    ts, slip = np.asarray(sol.ts), np.asarray(sol.slip_velocity)[:, 0]
+    t_roll = ts[np.argmax(slip <= 0)]
+    assert abs(t_roll - 4.0 / (7 * 0.1 * G)) < 2e-3
+    assert float(sol.qd[-1, 0]) == pytest.approx(10.0 / 7, rel=1e-12)
+    assert np.max(np.abs(slip[ts > 0.9])) < 1e-12
+    with pytest.raises(ValueError, match="dims"):
+        jf.friction.ContactLuGre(0.1, 0.1, 1e5, 100.0, 0.0, 1e-3, dims=1)
+    with pytest.raises(ValueError, match="mu_s"):
+        jf.friction.ContactLuGre(0.05, 0.1, 1e5, 100.0, 0.0, 1e-3)

@@ -21,5 +21,5 @@ from ._joint import (
 )
 from ._karnopp import Karnopp as Karnopp
 from ._kikuuwe import Kikuuwe as Kikuuwe, gsat as gsat
-from ._lugre import Dahl as Dahl, LuGre as LuGre
+from ._lugre import ContactLuGre as ContactLuGre, Dahl as Dahl, LuGre as LuGre
 from ._regularized import Regularized as Regularized

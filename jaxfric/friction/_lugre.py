@@ -17,6 +17,7 @@ from .._check import (
     check_ge,
     check_range,
 )
+from .._math import block_norm
 from .._types import Float, SlipVector
 from ._base import AbstractDynamicLaw
 
@@ -198,3 +199,108 @@ class Dahl(AbstractDynamicLaw):
 
 
 __all__ = ["Dahl", "LuGre"]
+
+
+class ContactLuGre(AbstractDynamicLaw):
+    """LuGre friction with a normal force on vector elements: MotionSolve's
+    N-dimensional LuGre (Force_JointFriction text, Comment 7; the friction
+    ellipse of Comment 8 is a circle here), for friction in a contact plane.
+
+    Each element is `dims` consecutive slip rows ``v`` with one bristle state
+    per row ``z``; with ``v_m = |v|`` (the element's slip speed),
+
+        ``ż_i = v_i − σ0·v_m·z_i / g(v_m)``,
+        ``g(v_m) = μd + (μs − μd)·exp(−(v_m/vs)²)``,
+        ``F_i = N·(σ0·z_i + σ1·ż_i) + σ2·v_i``,
+
+    ``N`` the contact's normal force at each evaluation
+    (`jaxfric.systems.AbstractSystem.normal_forces`). At a constant slip the
+    force settles at ``N·g(v_m)·v/v_m + σ2·v``: isotropic Coulomb (Stribeck)
+    friction, reached through the bristles' presliding spring ``N·σ0``.
+
+    Args:
+        mu_s: static friction coefficient μs, ``>= mu_d``.
+        mu_d: dynamic friction coefficient μd, ``> 0``.
+        sigma0: bristle stiffness per unit normal force, 1/m, ``> 0``.
+        sigma1: bristle damping per unit normal force, s/m, ``>= 0``.
+        sigma2: viscous coefficient, N·s/m, ``>= 0``.
+        vs: stiction transition velocity, m/s, ``> 0``.
+        dims: rows per element (static), 2 or 3.
+        normal: the normal force per row, N (set by `at_state`; `None` to
+            take it from the system).
+    """
+
+    mu_s: Float[Array, "..."] = eqx.field(converter=as_float)
+    mu_d: Float[Array, "..."] = eqx.field(converter=as_float)
+    sigma0: Float[Array, "..."] = eqx.field(converter=as_float)
+    sigma1: Float[Array, "..."] = eqx.field(converter=as_float)
+    sigma2: Float[Array, "..."] = eqx.field(converter=as_float)
+    vs: Float[Array, "..."] = eqx.field(converter=as_float)
+    dims: int = eqx.field(static=True, default=2)
+    normal: Float[Array, "..."] | None = None
+
+    def __check_init__(self):
+        names = ("mu_s", "mu_d", "sigma0", "sigma1", "sigma2", "vs", "normal")
+        check_fields_broadcast(self, names)
+        if isinstance(self.dims, bool) or self.dims not in (2, 3):
+            raise ValueError(
+                f"`dims` must be 2 or 3 (rows per element); got {self.dims!r}."
+            )
+
+    def parameter_checks(self):
+        return (
+            InRange("mu_d", self.mu_d, lower=0.0, lower_open=True),
+            InRange("mu_s", self.mu_s, lower=0.0, lower_open=True),
+            AtLeast("mu_s", self.mu_s, "mu_d", self.mu_d),
+            InRange("sigma0", self.sigma0, lower=0.0, lower_open=True),
+            InRange("sigma1", self.sigma1, lower=0.0),
+            InRange("sigma2", self.sigma2, lower=0.0),
+            InRange("vs", self.vs, lower=0.0, lower_open=True),
+        )
+
+    def ordered_levels(self):
+        return (("mu_s", "mu_d"),)
+
+    @property
+    def rows_per_element(self) -> int:
+        return self.dims
+
+    def at_state(self, system, q, qd) -> "ContactLuGre":
+        """This law with the contact normal forces at ``(q, q̇)``, N."""
+        return eqx.tree_at(
+            lambda law: law.normal,
+            self,
+            system.normal_forces(q, qd),
+            is_leaf=lambda x: x is None,
+        )
+
+    def stribeck_curve(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """``g(v_m) = μd + (μs − μd)·exp(−(v_m/vs)²)`` per row (dimensionless)."""
+        speed = block_norm(slip_velocity, self.dims)[0]
+        return self.mu_d + (self.mu_s - self.mu_d) * jnp.exp(-((speed / self.vs) ** 2))
+
+    def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """Relaxed bristles, ``z = 0``, m."""
+        return jnp.zeros_like(jnp.asarray(slip_velocity, dtype=float))
+
+    def state_derivative(
+        self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
+    ) -> SlipVector:
+        """``ż_i = v_i − σ0·v_m·z_i / g(v_m)``, m/s (Comment 7)."""
+        v = jnp.asarray(slip_velocity)
+        speed = block_norm(v, self.dims)[0]
+        return v - self.sigma0 * speed * jnp.asarray(state) / self.stribeck_curve(v)
+
+    def force(
+        self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
+    ) -> SlipVector:
+        """``F_i = N·(σ0·z_i + σ1·ż_i) + σ2·v_i``, N (Comment 7)."""
+        if self.normal is None:
+            raise ValueError(
+                "ContactLuGre needs the normal force: take "
+                "`law.at_state(system, q, qd)` first."
+            )
+        v = jnp.asarray(slip_velocity)
+        z = jnp.asarray(state)
+        zdot = self.state_derivative(z, v)
+        return self.normal * (self.sigma0 * z + self.sigma1 * zdot) + self.sigma2 * v

@@ -66,7 +66,7 @@ class StateLayout(eqx.Module):
 
     def split(
         self, y: Float[Array, " y"]
-    ) -> tuple[Vector, Vector, Float[Array, " z"], State]:
+    ) -> tuple[Coordinates, Vector, Float[Array, " z"], State]:
         """``y -> (q, q̇, z, x)``."""
         k, n, nz = self.n_coord, self.n_dof, self.n_internal
         return (
@@ -111,24 +111,29 @@ class _VectorField(eqx.Module):
 
 class _SmoothFriction(eqx.Module):
     """``friction_fn`` of a memoryless law: ``(t, q, q̇, τ, s, z) -> (φ(s),
-    ż = [])``."""
+    ż = [])`` (the law at the state: `AbstractFrictionLaw.at_state`)."""
 
     law: AbstractFrictionLaw
+    system: AbstractSystem
 
     def __call__(self, t, q, qd, applied, slip_velocity: SlipVector, state):
-        return self.law.force(slip_velocity), state
+        law = self.law.at_state(self.system, q, qd)
+        return law.force(slip_velocity), state
 
 
 class _DynamicFriction(eqx.Module):
     """``friction_fn`` of a dynamic law: ``(t, q, q̇, τ, s, z) -> (f(z, s),
-    ż(z, s))``."""
+    ż(z, s))`` (the law at the state: `AbstractFrictionLaw.at_state`, e.g. a
+    contact's normal force)."""
 
     law: AbstractFrictionLaw
+    system: AbstractSystem
 
     def __call__(self, t, q, qd, applied, slip_velocity: SlipVector, state):
+        law = self.law.at_state(self.system, q, qd)
         return (
-            self.law.force(state, slip_velocity),
-            self.law.state_derivative(state, slip_velocity),
+            law.force(state, slip_velocity),
+            law.state_derivative(state, slip_velocity),
         )
 
 
@@ -265,7 +270,7 @@ class SmoothPath(AbstractPath):
 
     def run(self, system, law, force, q0, qd0, t0, t1, ts, options):
         z0 = jnp.zeros((0,), dtype=q0.dtype)
-        friction_fn = _SmoothFriction(law)
+        friction_fn = _SmoothFriction(law, system)
         return _solve(system, friction_fn, force, q0, qd0, z0, t0, t1, ts, options)
 
 
@@ -309,7 +314,7 @@ class DynamicPath(AbstractPath):
         if law.load_dependent:
             friction_fn = _LoadedDynamicFriction(law, system)
         else:
-            friction_fn = _DynamicFriction(law)
+            friction_fn = _DynamicFriction(law, system)
         return _solve(system, friction_fn, force, q0, qd0, z0, t0, t1, ts, options)
 
 
