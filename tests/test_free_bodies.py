@@ -250,6 +250,16 @@ def test_exact_sphere_rolls_at_the_closed_form_time_and_holds_exactly():
     assert float(sol.q[-1, 0]) == pytest.approx(x1, abs=1e-13)
 
 
+def test_exact_sphere_batch_under_vmap():
+    # A batch over μ rolls at each member's own closed-form time.
+    mus = jnp.array([0.1, 0.25])
+    sols = jax.vmap(lambda mu: _exact(mu, mu, (2.0, 0.0, 0.0), _push()))(mus)
+    assert np.all(np.asarray(sols.result._value) == jf.RESULTS.successful._value)
+    t_roll = 4.0 / (7 * np.asarray(mus) * G)
+    np.testing.assert_allclose(sols.event_times[:, 0], t_roll, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(sols.qd[:, -1, 0], 10.0 / 7, rtol=1e-12)
+
+
 def test_exact_breakaway_under_a_ramp_and_slip_along_the_push():
     # A horizontal push k·t at 30° on the centre: rolling needs the friction
     # (2/7)·k·t (solid sphere), which reaches μs·m g at t = 3.5 μs m g / k;
