@@ -364,3 +364,56 @@ def test_contact_lugre_reaches_rolling_near_the_closed_form():
         jf.friction.ContactLuGre(0.1, 0.1, 1e5, 100.0, 0.0, 1e-3, dims=1)
     with pytest.raises(ValueError, match="mu_s"):
         jf.friction.ContactLuGre(0.05, 0.1, 1e5, 100.0, 0.0, 1e-3)
+
+
+def test_penalty_joints_conserve_energy_and_their_rows_are_consistent():
+    # A double pendulum of two bars hanging from the world by penalty joints
+    # (axis y) under gravity, undamped and without friction: kinetic +
+    # gravity + spring energy (½K|gap|² + K_r(1 − u_c·u_p) per joint) is
+    # conserved; the joint rows' J̇q̇ is the derivative of J(q) q̇ along the
+    # motion.
+    K, KR, m, length = 1e4, 1e2, 0.5, 0.3
+    axis = (0.0, 1.0, 0.0)
+    joints = (
+        jf.systems.PenaltyJoint(
+            -1, 0, (0, 0, 0), (0, 0, 0.15), axis, axis, K, 0, KR, 0
+        ),
+        jf.systems.PenaltyJoint(
+            0, 1, (0, 0, -0.15), (0, 0, 0.15), axis, axis, K, 0, KR, 0
+        ),
+    )
+    inertia = [m * length**2 / 12, m * length**2 / 12, 1e-3]
+    system = FreeBodies([m, m], [inertia] * 2, gravity=(0, 0, -9.81), joints=joints)
+    q0 = jnp.array([0, 0, -0.15, 1, 0, 0, 0, 0, 0, -0.45, 1, 0, 0, 0.0])
+    qd0 = jnp.array([0.3, 0, 0, 0, 1.0, 0.2, 0.6, 0, 0, 0.1, 2.0, 0.0])
+    law = jf.friction.Regularized(jf.friction.Coulomb(fc=0.0), eps=1e-3)
+    sol = jf.simulate(system, law, q0, qd0, t1=1.0, num_save=11, rtol=1e-11, atol=1e-11)
+
+    def energy(q, qd):
+        total = 0.0
+        for b in range(2):
+            _, rot, v, w = system.body_state(q, qd, b)
+            world = rot @ system.inertia[b] @ rot.T
+            total += 0.5 * m * v @ v + 0.5 * w @ world @ w + 9.81 * m * q[7 * b + 2]
+        for joint in joints:
+            (a_p, _, u_p, _, _), (a_c, _, u_c, _, _) = joint._frames(system, q, qd)
+            gap = a_c - a_p
+            total += 0.5 * K * gap @ gap + KR * (1 - u_c @ u_p)
+        return total
+
+    energies = np.array([energy(q, qd) for q, qd in zip(sol.q, sol.qd, strict=True)])
+    assert np.max(np.abs(energies - energies[0])) < 1e-8 * abs(energies[0]) + 1e-9
+    q, qd = sol.q[5], sol.qd[5]
+    along = jax.jvp(
+        lambda q: system.friction_jacobian(q) @ qd,
+        (q,),
+        (system.coordinate_rate(q, qd),),
+    )[1]
+    np.testing.assert_allclose(
+        system.friction_jacobian_dot_qd(q, qd), along, atol=1e-12
+    )
+    with pytest.raises(ValueError, match="parent"):
+        FreeBodies([m], [inertia], joints=(jf.systems.PenaltyJoint(
+            2, 0, (0, 0, 0), (0, 0, 0), axis, axis, K, 0, KR, 0),))  # fmt: skip
+    with pytest.raises(ValueError, match="joint stiffness"):
+        jf.systems.PenaltyJoint(-1, 0, (0, 0, 0), (0, 0, 0), axis, axis, -K, 0, KR, 0)

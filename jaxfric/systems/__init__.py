@@ -10,6 +10,7 @@ from ._base import (
 from ._closed import ClosedChain as ClosedChain, LoopJoint as LoopJoint
 from ._free import (
     FreeBodies as FreeBodies,
+    PenaltyJoint as PenaltyJoint,
     PlaneContact as PlaneContact,
     quaternion_rate as quaternion_rate,
     quaternion_to_matrix as quaternion_to_matrix,

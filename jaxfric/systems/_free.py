@@ -88,6 +88,116 @@ class PlaneContact(eqx.Module):
         )
 
 
+class PenaltyJoint(eqx.Module):
+    """A revolute joint between two bodies of `FreeBodies` (or a body and the
+    world) as a stiff spring-damper, Kikuuwe & Yamamoto 2008, Sec. IV-C: forces
+    and moments that penalise the separation of the articulation points and
+    the bending of the joint axes, leaving the rotation about the axis free.
+
+    With the articulation points ``a_p``, ``a_c`` and axes ``u_p``, ``u_c`` of
+    parent and child in the world frame, the child gets the force
+    ``F = −K (a_c − a_p) − B (ȧ_c − ȧ_p)`` at ``a_c`` and the moment
+    ``K_r (u_c × u_p) − B_r P (ω_c − ω_p)`` (``P`` removes the component along
+    ``u_p``); the parent gets the opposite. The joint's friction row is the
+    relative angular velocity about the axis, ``(ω_c − ω_p)·u_p``, rad/s.
+
+    Args:
+        parent: parent body index, or ``-1`` for the world (static).
+        child: child body index (static).
+        parent_point: the articulation point in the parent's frame, m (the
+            world frame for the world).
+        child_point: the articulation point in the child's frame, m.
+        parent_axis: the joint axis in the parent's frame (unit).
+        child_axis: the joint axis in the child's frame (unit).
+        stiffness: ``K``, N/m, ``> 0``.
+        damping: ``B``, N·s/m, ``>= 0``.
+        angular_stiffness: ``K_r``, N·m/rad, ``> 0``.
+        angular_damping: ``B_r``, N·m·s/rad, ``>= 0``.
+    """
+
+    parent: int = eqx.field(static=True)
+    child: int = eqx.field(static=True)
+    parent_point: Float[Array, "3"] = eqx.field(converter=as_float)
+    child_point: Float[Array, "3"] = eqx.field(converter=as_float)
+    parent_axis: Float[Array, "3"] = eqx.field(converter=as_float)
+    child_axis: Float[Array, "3"] = eqx.field(converter=as_float)
+    stiffness: Float[Array, ""] = eqx.field(converter=as_float)
+    damping: Float[Array, ""] = eqx.field(converter=as_float)
+    angular_stiffness: Float[Array, ""] = eqx.field(converter=as_float)
+    angular_damping: Float[Array, ""] = eqx.field(converter=as_float)
+
+    def __check_init__(self):
+        for name in ("parent_point", "child_point", "parent_axis", "child_axis"):
+            if jnp.shape(getattr(self, name)) != (3,):
+                raise ValueError(f"PenaltyJoint `{name}` must have shape (3,).")
+        raise_if_invalid(self.parameter_checks())
+
+    def parameter_checks(self):
+        return (
+            InRange("joint stiffness", self.stiffness, lower=0.0, lower_open=True),
+            InRange("joint damping", self.damping, lower=0.0),
+            InRange(
+                "joint angular_stiffness",
+                self.angular_stiffness,
+                lower=0.0,
+                lower_open=True,
+            ),
+            InRange("joint angular_damping", self.angular_damping, lower=0.0),
+        )
+
+    def _frames(self, system, q, qd):
+        """World-frame points, their velocities, the axes and the angular
+        velocities of parent and child."""
+        out = []
+        for body, point, axis in (
+            (self.parent, self.parent_point, self.parent_axis),
+            (self.child, self.child_point, self.child_axis),
+        ):
+            pos, rot, vel, omega = system.body_state(q, qd, body)
+            arm = rot @ point
+            out.append((pos + arm, vel + jnp.cross(omega, arm), rot @ axis, omega, arm))
+        return out
+
+    def generalised_force(self, system, q, qd) -> Vector:
+        """The joint's forces and moments on parent and child as a generalised
+        force, shape ``(n_dof,)``."""
+        (a_p, va_p, u_p, w_p, arm_p), (a_c, va_c, u_c, w_c, arm_c) = self._frames(
+            system, q, qd
+        )
+        force = -self.stiffness * (a_c - a_p) - self.damping * (va_c - va_p)
+        relative = w_c - w_p
+        bending = relative - (relative @ u_p) * u_p
+        moment = self.angular_stiffness * jnp.cross(u_c, u_p)
+        moment = moment - self.angular_damping * bending
+        out = jnp.zeros((system.n_dof,), q.dtype)
+        c = _NV * self.child
+        out = out.at[c : c + 3].add(force)
+        out = out.at[c + 3 : c + 6].add(moment + jnp.cross(arm_c, force))
+        if self.parent >= 0:
+            p = _NV * self.parent
+            out = out.at[p : p + 3].add(-force)
+            out = out.at[p + 3 : p + 6].add(-moment - jnp.cross(arm_p, force))
+        return out
+
+    def jacobian_row(self, system, q) -> Vector:
+        """``∂/∂q̇`` of ``(ω_c − ω_p)·u_p``, shape ``(n_dof,)``."""
+        zero = jnp.zeros((system.n_dof,), q.dtype)
+        _, rot, _, _ = system.body_state(q, zero, self.parent)
+        axis = rot @ self.parent_axis
+        row = zero.at[_NV * self.child + 3 : _NV * self.child + 6].set(axis)
+        if self.parent >= 0:
+            p = _NV * self.parent
+            row = row.at[p + 3 : p + 6].set(-axis)
+        return row
+
+    def jacobian_dot_qd(self, system, q, qd) -> Float[Array, ""]:
+        """``J̇ q̇`` of the row: ``(ω_c − ω_p)·(ω_p × u_p)``."""
+        _, rot, _, w_p = system.body_state(q, qd, self.parent)
+        _, _, _, w_c = system.body_state(q, qd, self.child)
+        axis = rot @ self.parent_axis
+        return (w_c - w_p) @ jnp.cross(w_p, axis)
+
+
 class FreeBodies(AbstractSystem):
     """Free rigid bodies (Kikuuwe & Yamamoto 2008, Eq. 25–26): Newton's and
     Euler's equations in the world frame,
@@ -110,8 +220,15 @@ class FreeBodies(AbstractSystem):
     (`jaxfric.friction.Kikuuwe` with `mu` and ``dims = 2``: Eq. 23), and the
     friction rows are the contact points' tangential slip velocities.
 
-    Which paths: Kikuuwe, smooth and dynamic laws (the exact switch path does
-    not integrate quaternions yet and refuses the system).
+    With `PenaltyJoint` s, bodies are joined to each other or to the world by
+    stiff spring-dampers (Kikuuwe & Yamamoto Sec. IV-C): one friction row per
+    joint, the relative angular velocity about its axis. Friction rows: two
+    per body of the contact first, then one per joint. A drive torque ``τ``
+    about the joints' axes is the generalised force ``J_jointᵀ τ`` (the joint
+    rows of `friction_jacobian`).
+
+    Which paths: the switch path, the smooth and dynamic-law paths and the
+    Kikuuwe path (Karnopp's and the unrolled solvers refuse the quaternions).
 
     Args:
         mass: mass per body, kg, ``> 0``, shape ``(n_bodies,)`` (or a scalar
@@ -121,15 +238,19 @@ class FreeBodies(AbstractSystem):
             3)``, or ``(n_bodies, 3)`` principal moments.
         gravity: gravitational acceleration, m/s², shape ``(3,)`` (default
             ``(0, 0, −9.81)``).
-        contact: a `PlaneContact`, or `None` (no contact and no friction rows).
+        contact: a `PlaneContact`, or `None` (no contact rows).
+        joints: `PenaltyJoint` s (default none).
     """
 
     mass: Float[Array, " b"] = eqx.field(converter=as_float)
     inertia: Float[Array, "b 3 3"] = eqx.field(converter=as_float)
     gravity: Float[Array, "3"] = eqx.field(converter=as_float)
     contact: PlaneContact | None
+    joints: tuple["PenaltyJoint", ...]
 
-    def __init__(self, mass, inertia, gravity=(0.0, 0.0, -9.81), contact=None):
+    def __init__(
+        self, mass, inertia, gravity=(0.0, 0.0, -9.81), contact=None, joints=()
+    ):
         mass = jnp.atleast_1d(as_float(mass))
         inertia = as_float(inertia)
         nb = mass.shape[0]
@@ -156,12 +277,24 @@ class FreeBodies(AbstractSystem):
                 "`PlaneContact.radius` must be a scalar or have one entry per body "
                 f"{mass.shape}; got shape {jnp.shape(contact.radius)}."
             )
+        joints = tuple(joints)
+        for j, joint in enumerate(joints):
+            if not isinstance(joint, PenaltyJoint):
+                raise TypeError(
+                    f"`joints[{j}]` must be a PenaltyJoint; got {type(joint).__name__}."
+                )
+            if not (-1 <= joint.parent < nb and 0 <= joint.child < nb):
+                raise ValueError(
+                    f"`joints[{j}]`: parent {joint.parent} and child {joint.child} "
+                    f"must be body indices 0 to {nb - 1} (parent -1: the world)."
+                )
         self.mass, self.inertia, self.gravity, self.contact = (
             mass,
             inertia,
             gravity,
             contact,
         )
+        self.joints = joints
         if is_concrete(inertia):
             _check_inertia(np.asarray(inertia))
 
@@ -179,6 +312,10 @@ class FreeBodies(AbstractSystem):
 
     @property
     def n_friction(self) -> int:  # pyright: ignore[reportIncompatibleVariableOverride]
+        return self._n_contact_rows + len(self.joints)
+
+    @property
+    def _n_contact_rows(self) -> int:
         return 0 if self.contact is None else 2 * self.n_bodies
 
     def parameter_checks(self):
@@ -186,6 +323,7 @@ class FreeBodies(AbstractSystem):
             InRange("mass", self.mass, lower=0.0, lower_open=True),
             InRange("gravity", self.gravity),
         )
+        checks += sum((joint.parameter_checks() for joint in self.joints), ())
         return checks + (
             () if self.contact is None else self.contact.parameter_checks()
         )
@@ -230,11 +368,15 @@ class FreeBodies(AbstractSystem):
         if self.contact is not None:
             linear = linear.at[:, 2].add(-self._normal(q, qd))
         gyro = jnp.cross(omega, jnp.einsum("bij,bj->bi", world, omega))
-        return jnp.concatenate([linear, gyro], axis=1).reshape(-1)
+        h = jnp.concatenate([linear, gyro], axis=1).reshape(-1)
+        for joint in self.joints:
+            h = h - joint.generalised_force(self, q, qd)
+        return h
 
     def step_limit(self) -> Array | None:
         """``1/ω`` of the stiffest contact spring, ``ω = √(K/m)``, s (`None`
-        without a contact)."""
+        without a contact; penalty joints are not included: their bending
+        modes depend on the inertias and the geometry)."""
         if self.contact is None:
             return None
         return jnp.sqrt(jnp.min(self.mass) / self.contact.stiffness)
@@ -245,25 +387,39 @@ class FreeBodies(AbstractSystem):
         self.check_vectors(q=q, qd=qd)
         if self.contact is None:
             return super().normal_forces(q, qd)
-        return jnp.repeat(self._normal(q, qd), 2)
+        # Joint rows carry no normal force.
+        joints = jnp.zeros((len(self.joints),), q.dtype)
+        return jnp.concatenate([jnp.repeat(self._normal(q, qd), 2), joints])
 
     def friction_jacobian(self, q: Coordinates) -> Jacobian:
         self.check_vectors(q=q)
+        rows = [jnp.zeros((0, self.n_dof), q.dtype)]
+        rows += [joint.jacobian_row(self, q)[None] for joint in self.joints]
         if self.contact is None:
-            return jnp.zeros((0, self.n_dof), q.dtype)
+            return jnp.concatenate(rows, axis=0)
         # Contact point velocity v + ω × a, a = (0, 0, −R): rows x and y of
-        # [I, −[a]×] per body.
-        rows = []
-        for b, radius in enumerate(self._radius()):
+        # [I, −[a]×] per body, before the joint rows.
+        for b, radius in reversed(list(enumerate(self._radius()))):
             arm = jnp.array([0.0, 0.0, -1.0], q.dtype) * radius
             block = jnp.concatenate([jnp.eye(3, dtype=q.dtype), -_skew(arm)], axis=1)
             row = jnp.zeros((2, self.n_dof), q.dtype)
-            rows.append(row.at[:, _NV * b : _NV * (b + 1)].set(block[:2]))
+            rows.insert(1, row.at[:, _NV * b : _NV * (b + 1)].set(block[:2]))
         return jnp.concatenate(rows, axis=0)
 
     def friction_jacobian_dot_qd(self, q: Coordinates, qd: Vector) -> SlipVector:
         self.check_vectors(q=q, qd=qd)
-        return jnp.zeros((self.n_friction,), q.dtype)
+        contact = jnp.zeros((self._n_contact_rows,), q.dtype)
+        joints = [joint.jacobian_dot_qd(self, q, qd)[None] for joint in self.joints]
+        return jnp.concatenate([contact, *joints])
+
+    def body_state(self, q: Coordinates, qd: Vector, body: int):
+        """``(p, R, v, ω)`` of body `body` (world frame; ``-1``: the world, at
+        rest at the origin)."""
+        if body < 0:
+            zero = jnp.zeros(3, q.dtype)
+            return zero, jnp.eye(3, dtype=q.dtype), zero, zero
+        pos, quats, vel, omega = self._split(q, qd)
+        return pos[body], quaternion_to_matrix(quats[body]), vel[body], omega[body]
 
     def coordinate_rate(self, q: Coordinates, qd: Vector) -> Coordinates:
         """``(ṗ, q̇uat) = (v, Q(ω, quat))`` per body (Kikuuwe & Yamamoto 2008,
@@ -288,4 +444,10 @@ def _check_inertia(inertia: np.ndarray) -> None:
             )
 
 
-__all__ = ["FreeBodies", "PlaneContact", "quaternion_rate", "quaternion_to_matrix"]
+__all__ = [
+    "FreeBodies",
+    "PenaltyJoint",
+    "PlaneContact",
+    "quaternion_rate",
+    "quaternion_to_matrix",
+]
