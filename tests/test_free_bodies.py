@@ -186,10 +186,13 @@ def test_bad_input_is_named():
         Kikuuwe(k=K, b=B, mu=-0.1, dims=2)
     system, law = _spheres((0.1,))
     q0, qd0 = _sphere_start(((1.0, 0.0, 0.0),))
-    # Karnopp's fixed-step path integrates q̇, not quaternion rates: refused.
-    karnopp = jf.Karnopp(dv=0.1, breakaway=None, slip_law=jf.Coulomb(0.3))
-    with pytest.raises(ValueError, match="n_coord=7"):
-        jf.simulate(system, karnopp, q0=q0, qd0=qd0, t1=0.1, dt0=1e-3)
+    # Every path integrates quaternion rates; Karnopp's band (per row) slips
+    # the contact at v0 − 3.5 μ g t.
+    karnopp = jf.Karnopp(dv=1e-3, breakaway=None, slip_law=jf.Coulomb(0.1 * MASS * G))
+    sol = jf.simulate(system, karnopp, q0=q0, qd0=qd0, t1=0.1, dt0=1e-3)
+    assert float(sol.slip_velocity[-1, 0]) == pytest.approx(
+        1.0 - 0.35 * G * 0.1, rel=1e-9
+    )
     with pytest.raises(ValueError, match=r"shape \(7,\) for a system with n_coord=7"):
         jf.simulate(system, law, q0=qd0, qd0=qd0, t1=0.1, dt0=1e-4)
     # A friction coefficient needs normal forces.

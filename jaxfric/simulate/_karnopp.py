@@ -115,15 +115,15 @@ class _KarnoppField(eqx.Module):
     force: AbstractForce | None
 
     def rates(self, t, y):
-        """``(f, dy/dt)`` for the state ``y = (q, q̇, x)``."""
+        """``(f, q̇_kin, dy/dt)`` for the state ``y = (q, q̇, x)``."""
         q, qd, x = y
         applied, x_dot = applied_force(self.force, t, q, qd, x)
         net = applied - self.system.bias_force(q, qd)
         f, acc, qd_kin = karnopp_friction(self.system, self.law, q, qd, net)
-        return f, (qd_kin, acc, x_dot)
+        return f, qd_kin, (self.system.coordinate_rate(q, qd_kin), acc, x_dot)
 
     def __call__(self, t, y, args):
-        return self.rates(t, y)[1]
+        return self.rates(t, y)[2]
 
 
 @eqx.filter_jit
@@ -156,6 +156,7 @@ class KarnoppPath(AbstractFixedStepPath):
     """
 
     name: ClassVar[str] = "the Karnopp path"
+    coordinate_rates: ClassVar[bool] = True
     options: ClassVar[frozenset[str]] = frozenset(
         ("solver", "dt0", "max_steps", "adjoint")
     )
@@ -172,7 +173,7 @@ class KarnoppPath(AbstractFixedStepPath):
         y0 = (q0, qd0, force_state0(force, q0, qd0))
         sol = solve_fixed_step(diffrax.ODETerm(field), solver, t0, t1, y0, ts, options)
         q, qd, x = sol.ys
-        f, (qd_kin, _, _) = _saved_rates(field, ts, sol.ys)
+        f, qd_kin, _ = _saved_rates(field, ts, sol.ys)
         momentum_slip = jax.vmap(system.slip_velocity)(q, qd)
         slip = jax.vmap(system.slip_velocity)(q, qd_kin)
         band = jax.vmap(law.in_band)(momentum_slip)

@@ -227,8 +227,7 @@ class FreeBodies(AbstractSystem):
     about the joints' axes is the generalised force ``J_jointᵀ τ`` (the joint
     rows of `friction_jacobian`).
 
-    Which paths: the switch path, the smooth and dynamic-law paths and the
-    Kikuuwe path (Karnopp's and the unrolled solvers refuse the quaternions).
+    Which paths: all of them (each integrates ``q`` by `coordinate_rate`).
 
     Args:
         mass: mass per body, kg, ``> 0``, shape ``(n_bodies,)`` (or a scalar
