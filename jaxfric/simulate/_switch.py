@@ -12,16 +12,17 @@ adaptive explicit solver integrates it. A segment ends at an event:
 At an event the new modes are chosen by `_stick.consistent_modes` (Farhat Sec.
 4.2: assume the elements at zero velocity stuck, solve the Delassus system,
 release the one furthest outside its limits, repeat; then turn round any
-element at zero velocity that accelerates against its slip direction).
+element at zero velocity that accelerates against its slip direction). A stuck
+element that hit its breakaway limit is released in the direction of its stick
+force. Segments also end at every k-th save time (short save buffers, see
+`SwitchPath.run`); the modes do not change there.
+
 Vector elements (several slip rows with a disk limit, e.g. friction in a
 contact plane, `AbstractFrictionLaw.rows_per_element` > 1) slip with a
 reference direction ``u`` per segment instead of a sign: their condition is
 ``s·u`` (zero at the stop, or after a right-angle turn of the slip) and
 `_stick.isotropic_modes` chooses their modes and the directions of elements
-slipping from rest. A stuck
-element that hit its breakaway limit is released in the direction of its stick
-force. Segments also end at every k-th save time (short save buffers, see
-`SwitchPath.run`); the modes do not change there.
+slipping from rest.
 
 Gradients: the event time ``t_e(θ)`` is located with its implicit derivative,
 and every segment starts from ``y(t_e) − f⁺(t_e, y(t_e))·δt_e`` at the time
