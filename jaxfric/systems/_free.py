@@ -299,6 +299,7 @@ class FreeBodies(AbstractSystem):
 
     @property
     def n_bodies(self) -> int:
+        """The number of bodies (static)."""
         return self.mass.shape[0]
 
     @property
