@@ -675,9 +675,10 @@ def _slip_direction(a0: jax.Array, delassus: jax.Array, level: jax.Array):
     a secular equation in ``λ`` whose left side's norm decreases in ``λ >= 0``
     (``W`` positive semidefinite) and is at most ``|a0|/λ``: bisection on
     ``[0, |a0|]``, then one Newton step (without a gradient through the
-    bracket, so the derivative is the implicit one). Returns ``(u, ok)``;
-    ``ok`` is false when no ``λ >= 0`` solves it (the stick force ``W⁻¹a0``
-    is inside ``level``: the element cannot slip from rest).
+    bracket, so the derivative is the implicit one). When no ``λ >= 0``
+    solves it (the stick force ``W⁻¹a0`` is inside ``level``: the element
+    cannot slip from rest) ``u`` is a0's direction, which `isotropic_modes`'
+    consistency check then rejects.
     """
     d = a0.shape[0]
     eye = jnp.eye(d, dtype=a0.dtype)
@@ -696,7 +697,6 @@ def _slip_direction(a0: jax.Array, delassus: jax.Array, level: jax.Array):
         return jnp.where(above, mid, lo), jnp.where(above, hi, mid)
 
     zero = jnp.zeros((), a0.dtype)
-    ok = excess(zero, a0_c, w_c, level_c) >= 0
     lo, hi = jax.lax.fori_loop(
         0, _DIRECTION_BISECTIONS, halve, (zero, jax.lax.stop_gradient(top))
     )
@@ -704,7 +704,7 @@ def _slip_direction(a0: jax.Array, delassus: jax.Array, level: jax.Array):
     slope = jax.grad(lambda x: excess(x, a0_c, w_c, level_c))(lam)
     lam = lam - excess(lam) / jnp.where(slope != 0, slope, 1.0)
     x = jnp.linalg.solve(level * delassus + lam * eye, a0)
-    return x / jnp.sqrt(jnp.maximum(x @ x, 1e-300)), ok
+    return x / jnp.sqrt(jnp.maximum(x @ x, 1e-300))
 
 
 def isotropic_modes(
@@ -755,6 +755,8 @@ def isotropic_modes(
     # The slip of the elements at rest is projected to zero after this.
     slip = jnp.where(rest, 0.0, parts.jac @ qd)
     limit = law_at.breakaway(slip)
+    # The kinetic level per row: the norm of the slip force from rest along
+    # any unit direction (here each element's first row).
     first_rows = jnp.zeros_like(slip).at[::d].set(1.0)
     kinetic = block_norm(law_at.slip_force(jnp.zeros_like(slip), first_rows), d)[0]
     modes = jnp.where(at_zero, STICK, jnp.where(released, 1, modes)).astype(jnp.int32)
@@ -786,7 +788,7 @@ def isotropic_modes(
             a0 = jnp.where(applies, a0, eye[0])
             delassus = jnp.where(applies, delassus, eye)
             level = jnp.where(applies, kinetic[start], 1.0)
-            u, _ = _slip_direction(a0, delassus, level)
+            u = _slip_direction(a0, delassus, level)
             new = jax.lax.dynamic_update_slice_in_dim(reference, u, start, 0)
             return jnp.where(applies, new, reference)
 

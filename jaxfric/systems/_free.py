@@ -16,6 +16,7 @@ from jaxtyping import Array, ArrayLike
 from .._check import InRange, as_float, check_finite, is_concrete, raise_if_invalid
 from .._types import Coordinates, Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem
+from .rigid._spatial import skew
 
 # Per body: position p (3) and attitude quaternion (w, x, y, z) (4) in q;
 # velocity v (3) and angular velocity ω (3), both in the world frame, in q̇.
@@ -48,12 +49,6 @@ def quaternion_rate(
     return 0.5 * jnp.concatenate(
         [-(omega @ vec)[None], w * omega + jnp.cross(omega, vec)]
     )
-
-
-def _skew(a: Float[Array, "3"]) -> Float[Array, "3 3"]:
-    """``[a]×`` with ``[a]× b = a × b``."""
-    zero = jnp.zeros((), a.dtype)
-    return jnp.array([[zero, -a[2], a[1]], [a[2], zero, -a[0]], [-a[1], a[0], zero]])
 
 
 class PlaneContact(eqx.Module):
@@ -182,8 +177,7 @@ class PenaltyJoint(eqx.Module):
     def jacobian_row(self, system, q) -> Vector:
         """``∂/∂q̇`` of ``(ω_c − ω_p)·u_p``, shape ``(n_dof,)``."""
         zero = jnp.zeros((system.n_dof,), q.dtype)
-        _, rot, _, _ = system.body_state(q, zero, self.parent)
-        axis = rot @ self.parent_axis
+        axis = system.rotation(q, self.parent) @ self.parent_axis
         row = zero.at[_NV * self.child + 3 : _NV * self.child + 6].set(axis)
         if self.parent >= 0:
             p = _NV * self.parent
@@ -193,7 +187,7 @@ class PenaltyJoint(eqx.Module):
     def jacobian_dot_qd(self, system, q, qd) -> Float[Array, ""]:
         """``J̇ q̇`` of the row: ``(ω_c − ω_p)·(ω_p × u_p)``."""
         _, rot, _, w_p = system.body_state(q, qd, self.parent)
-        _, _, _, w_c = system.body_state(q, qd, self.child)
+        w_c = system.body_state(q, qd, self.child)[3]
         axis = rot @ self.parent_axis
         return (w_c - w_p) @ jnp.cross(w_p, axis)
 
@@ -394,16 +388,15 @@ class FreeBodies(AbstractSystem):
     def friction_jacobian(self, q: Coordinates) -> Jacobian:
         self.check_vectors(q=q)
         rows = [jnp.zeros((0, self.n_dof), q.dtype)]
+        if self.contact is not None:
+            # Contact point velocity v + ω × a, a = (0, 0, −R): rows x and y of
+            # [I, −[a]×] per body, before the joint rows.
+            for b, radius in enumerate(self._radius()):
+                arm = jnp.array([0.0, 0.0, -1.0], q.dtype) * radius
+                block = jnp.concatenate([jnp.eye(3, dtype=q.dtype), -skew(arm)], axis=1)
+                row = jnp.zeros((2, self.n_dof), q.dtype)
+                rows.append(row.at[:, _NV * b : _NV * (b + 1)].set(block[:2]))
         rows += [joint.jacobian_row(self, q)[None] for joint in self.joints]
-        if self.contact is None:
-            return jnp.concatenate(rows, axis=0)
-        # Contact point velocity v + ω × a, a = (0, 0, −R): rows x and y of
-        # [I, −[a]×] per body, before the joint rows.
-        for b, radius in reversed(list(enumerate(self._radius()))):
-            arm = jnp.array([0.0, 0.0, -1.0], q.dtype) * radius
-            block = jnp.concatenate([jnp.eye(3, dtype=q.dtype), -_skew(arm)], axis=1)
-            row = jnp.zeros((2, self.n_dof), q.dtype)
-            rows.insert(1, row.at[:, _NV * b : _NV * (b + 1)].set(block[:2]))
         return jnp.concatenate(rows, axis=0)
 
     def friction_jacobian_dot_qd(self, q: Coordinates, qd: Vector) -> SlipVector:
@@ -419,7 +412,14 @@ class FreeBodies(AbstractSystem):
             zero = jnp.zeros(3, q.dtype)
             return zero, jnp.eye(3, dtype=q.dtype), zero, zero
         pos, quats, vel, omega = self._split(q, qd)
-        return pos[body], quaternion_to_matrix(quats[body]), vel[body], omega[body]
+        return pos[body], self.rotation(q, body), vel[body], omega[body]
+
+    def rotation(self, q: Coordinates, body: int) -> Float[Array, "3 3"]:
+        """The attitude of body `body` (body to world; ``-1``: the world's,
+        the identity)."""
+        if body < 0:
+            return jnp.eye(3, dtype=q.dtype)
+        return quaternion_to_matrix(self._split(q)[1][body])
 
     def coordinate_rate(self, q: Coordinates, qd: Vector) -> Coordinates:
         """``(ṗ, q̇uat) = (v, Q(ω, quat))`` per body (Kikuuwe & Yamamoto 2008,
