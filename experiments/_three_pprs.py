@@ -45,10 +45,14 @@ equations, 6 degrees of freedom, the six prismatic joints independent.
 from collections.abc import Mapping
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float
 
+from jaxfric.forces import AbstractStatelessForce, ComputedTorque, Tabulated
+from jaxfric.friction import JointFriction, RevoluteLoad, TranslationalLoad
 from jaxfric.systems import ClosedChain, LoopJoint, RigidBodyTree
 
 ANGLES_DEG = (0.0, 120.0, 240.0)
@@ -351,13 +355,13 @@ def friction_forces(mech, fric, qd, qdd, u, ud, udd, reactions, j_u, j_omega, om
     # term is garbled in the text), so it gets none.
     chains = jnp.concatenate([jnp.zeros(3), -torque / (ell * cu)])
     # Eq. 15–16: the active joints' normal loads.
-    active = fric["c_i"] * qd + fric["mu"] * jnp.concatenate(
+    active_normal = jnp.concatenate(
         [
-            jnp.sqrt(w_star**2 + (v_star + (m_h + m_v) * g + m_v * qdd[3:]) ** 2)
-            * jnp.sign(qd[:3]),
-            jnp.sqrt((h_star + m_v * qdd[:3]) ** 2 + w_star**2) * jnp.sign(qd[3:]),
+            jnp.sqrt(w_star**2 + (v_star + (m_h + m_v) * g + m_v * qdd[3:]) ** 2),
+            jnp.sqrt((h_star + m_v * qdd[:3]) ** 2 + w_star**2),
         ]
     )
+    active = fric["c_i"] * qd + fric["mu"] * active_normal * jnp.sign(qd)
     return dict(
         active=active,
         passive_whole=whole,
@@ -365,6 +369,7 @@ def friction_forces(mech, fric, qd, qdd, u, ud, udd, reactions, j_u, j_omega, om
         passive_projection=projection,
         k_r=k_r,
         k_s=k_s,
+        active_normal=active_normal,
         revolute_normal=revolute_normal,
         spherical_normal=spherical_normal,
     )
@@ -373,7 +378,9 @@ def friction_forces(mech, fric, qd, qdd, u, ud, udd, reactions, j_u, j_omega, om
 # -- the mechanism as a jaxfric ClosedChain -------------------------------------------
 
 
-def build_chain(mech: Mapping[str, Any], friction_joints=ACTIVE) -> ClosedChain:
+def build_chain(
+    mech: Mapping[str, Any], friction_joints=ACTIVE + PASSIVE
+) -> ClosedChain:
     """The 3-PPRS as a `ClosedChain` (12 tree coordinates, two ball loops), the
     six prismatic joints independent in the paper's order ``q1..q6``.
 
@@ -455,3 +462,82 @@ def tree_coordinates(q, u):
     return jnp.stack(
         [q[0], q[3], u[0], -u[0], zero, zero, q[1], q[4], u[1], q[2], q[5], u[2]]
     )
+
+
+# -- forward simulation: computed-torque control with exact joint friction --------
+
+
+class HelixReference(eqx.Module):
+    """The helical translation as joint references for
+    `jaxfric.forces.ComputedTorque`: ``position``, ``velocity``,
+    ``acceleration`` of the six active joints (`joint_trajectory`), m, m/s,
+    m/s²."""
+
+    base_radius: float
+    platform_radius: float
+    rod_length: float
+    radius: float
+    z0: float
+    rise_per_turn: float
+
+    @classmethod
+    def from_settings(cls, mech, traj) -> "HelixReference":
+        return cls(
+            **{
+                k: float(mech[k])
+                for k in ("base_radius", "platform_radius", "rod_length")
+            },
+            **{k: float(traj[k]) for k in ("radius", "z0", "rise_per_turn")},
+        )
+
+    def _joints(self, t):
+        mech = dict(
+            base_radius=self.base_radius,
+            platform_radius=self.platform_radius,
+            rod_length=self.rod_length,
+        )
+        traj = dict(radius=self.radius, z0=self.z0, rise_per_turn=self.rise_per_turn)
+        return joint_trajectory(mech, traj, t)
+
+    def position(self, t):
+        return self._joints(t)[0]
+
+    def velocity(self, t):
+        return self._joints(t)[1]
+
+    def acceleration(self, t):
+        return self._joints(t)[2]
+
+
+class CompensatedTorque(AbstractStatelessForce):
+    """Computed-torque control plus ``weight`` times a tabulated feedforward
+    (the paper's friction drive forces along the reference, Eq. 14), N."""
+
+    control: ComputedTorque
+    feedforward: Tabulated
+    weight: Float[Array, ""] = eqx.field(converter=jnp.asarray)
+
+    def __call__(self, t, q, qd):
+        return self.control(t, q, qd) + self.weight * self.feedforward(t, q, qd)
+
+
+def joint_friction_law(
+    fric: Mapping[str, Any], sim: Mapping[str, Any]
+) -> JointFriction:
+    """Exact Coulomb friction from the joints' reactions on the nine elements
+    of `build_chain` (the six prismatic joints, then the three revolute ones):
+    each slider rubs with the reaction force across its axis, ``μ·N``
+    (`TranslationalLoad`, reaction force only; the paper's Eq. 15–16), each
+    pin with ``μ_r (d_r/2) √(V*² + W*²)`` (`RevoluteLoad`, pin only; Eq. 9).
+
+    Args:
+        fric: `friction_coefficients` (``mu_r``, ``d_r``).
+        sim: the ``[simulation]`` table (``mu_static``, ``mu_dynamic`` of the
+            sliders, ``static_ratio`` of the pins).
+    """
+    loads = (TranslationalLoad(inputs="0100"),) * 6 + (
+        RevoluteLoad(pin_radius=0.5 * fric["d_r"], friction_arm=0.0, inputs="0100"),
+    ) * 3
+    mu_d = np.array([sim["mu_dynamic"]] * 6 + [fric["mu_r"]] * 3)
+    mu_s = np.array([sim["mu_static"]] * 6 + [sim["static_ratio"] * fric["mu_r"]] * 3)
+    return JointFriction(mu_s, mu_d, loads)
