@@ -28,8 +28,10 @@ All numbers (geometry, masses, inertias) come from the ``[mechanism]`` table of
 from collections.abc import Mapping
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 
+import jaxfric as jf
 from jaxfric.systems import ClosedChain, LoopJoint, RigidBodyTree
 
 LEG_ANGLES_DEG = (90.0, 210.0, 330.0)
@@ -163,3 +165,28 @@ def platform_pose(spec: Mapping[str, Any], q_tree) -> tuple[np.ndarray, np.ndarr
         else:
             rot = rot @ _rotation(axes[k], q[k])
     return pos + rot @ spec["com"][4], rot
+
+
+def reference(settings, name, offset):
+    """The leg-length reference `name` of ``[trajectories]`` as a
+    `jaxfric.forces.FourierSeries` about `offset` (m)."""
+    table = settings["trajectories"][name]
+    return jf.forces.FourierSeries(
+        a=np.array(table["a"], float),
+        b=np.array(table["b"], float),
+        omega=table["omega"],
+        offset=offset,
+    )
+
+
+def tracking_start(chain, law, controller):
+    """Initial state on the reference's velocity, the leg lengths lagging by
+    the proportional controller's steady error ``e0 = (h + f)/kp`` (gravity
+    and the slip friction at that velocity, with the integrator state zero), so
+    that the run starts in tracking (``M z̈ ≈ 0``) instead of a start-up
+    transient in which the legs would stop at once. ``h`` is evaluated at the
+    reference position (``e0`` is a few mm)."""
+    ref = controller.reference
+    z_ref, zd0 = ref.position(0.0), ref.velocity(0.0)
+    load = chain.bias_force(z_ref, zd0) + law.slip_force(zd0, jnp.sign(zd0))
+    return z_ref - load / controller.kp, zd0

@@ -56,29 +56,6 @@ NAME = "farhat_3rps"
 TRAJECTORIES = ("sinusoidal", "fourier")
 
 
-def reference(settings, name, offset):
-    table = settings["trajectories"][name]
-    return jf.forces.FourierSeries(
-        a=np.array(table["a"], float),
-        b=np.array(table["b"], float),
-        omega=table["omega"],
-        offset=offset,
-    )
-
-
-def tracking_start(chain, law, controller):
-    """Initial state on the reference's velocity, the leg lengths lagging by
-    the proportional controller's steady error ``e0 = (h + f)/kp`` (gravity
-    and the slip friction at that velocity, with the integrator state zero), so
-    that the run starts in tracking (``M z̈ ≈ 0``) instead of a start-up
-    transient in which the legs would stop at once. ``h`` is evaluated at the
-    reference position (``e0`` is a few mm)."""
-    ref = controller.reference
-    z_ref, zd0 = ref.position(0.0), ref.velocity(0.0)
-    load = chain.bias_force(z_ref, zd0) + law.slip_force(zd0, jnp.sign(zd0))
-    return z_ref - load / controller.kp, zd0
-
-
 def simulate(chain, law, controller, start, ts, sim, **options):
     """One run from ``start = (z0, ż0)``; `options` replace the `[simulate]`
     settings."""
@@ -184,11 +161,16 @@ def main():
     gains = settings["pid"]
     controllers = {
         name: jf.forces.PID(
-            reference(settings, name, home), gains["kp"], gains["ki"], gains["kd"]
+            _three_rps.reference(settings, name, home),
+            gains["kp"],
+            gains["ki"],
+            gains["kd"],
         )
         for name in TRAJECTORIES
     }
-    starts = {n: tracking_start(chain, law, c) for n, c in controllers.items()}
+    starts = {
+        n: _three_rps.tracking_start(chain, law, c) for n, c in controllers.items()
+    }
     ts = jnp.linspace(0.0, sim["t1"], sim["num_save"])
     gimbal_middle = spec["joint_names"].index("sph1_b")
 
