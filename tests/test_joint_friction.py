@@ -12,6 +12,8 @@ acceleration it produces: the reference solves that scalar equation by
 `scipy.optimize.brentq` at every right-hand side of `scipy.integrate.solve_ivp`.
 """
 
+import dataclasses
+
 import diffrax
 import jax
 import jax.numpy as jnp
@@ -265,10 +267,15 @@ def test_lugre_with_reaction_loads_against_scipy():
         viscous_effects=s2, stiction_trans_vel=vs,
     )  # fmt: skip
     ts = TS[::4]
-    sol = jf.simulate(
-        _rotor(), law, jnp.zeros(1), jnp.zeros(1), T1, ts=ts,
-        force=_Ramp(jnp.asarray(rate)), rtol=1e-10, atol=1e-12,
-    )  # fmt: skip
+
+    def run(law):
+        return jf.simulate(
+            _rotor(), law, jnp.zeros(1), jnp.zeros(1), T1, ts=ts,
+            force=_Ramp(jnp.asarray(rate)), rtol=1e-10, atol=1e-12, throw=False,
+        )  # fmt: skip
+
+    sol = run(law)
+    assert sol.result == jf.RESULTS.successful
     assert sol.friction_state.shape == (len(ts), 4)
     arms = np.array([RP, RN, RP, RP])
     inertia = INERTIA + M * L * L
@@ -299,6 +306,19 @@ def test_lugre_with_reaction_loads_against_scipy():
     np.testing.assert_allclose(sol.qd[:, 0], ref.y[1], atol=1e-6)
     # Presliding: the LuGre joint creeps below the Coulomb breakaway (1.05 s).
     assert 1e-4 < float(sol.q[4, 0]) < 1e-2
+    # With σ1 = 1e4 s/m the pin's damping force depends on the acceleration it
+    # produces more strongly as the rotor speeds up: between 1.4 s and 1.6 s
+    # the coupling stops converging within 50 iterations, and the run says so
+    # (it said `nonfinite_state`; the solve stops just short of the first
+    # failing state, where the coupling still converges, in its 50th
+    # iteration). The same compiled simulation.
+    damped = jf.JointLuGre(
+        mu_s, mu_d, (_load(),), bristle_stiffness=s0, damping_effects=1e4,
+        viscous_effects=s2, stiction_trans_vel=vs,
+    )  # fmt: skip
+    failed = run(damped)
+    assert failed.result == jf.RESULTS.load_coupling_failed
+    assert np.all(np.isfinite(failed.q[:-1])) and not np.isfinite(failed.q[-1, 0])
 
 
 def test_slider_breakaway_and_slip_with_overlap_against_scipy():
@@ -306,7 +326,7 @@ def test_slider_breakaway_and_slip_with_overlap_against_scipy():
     # (e, d, 0) from the joint (gravity −z). By hand, in the friction frame
     # (z along the slide): the rubbing force m g, the torsional moment m g d
     # (about the slide) and the bending moment √((m g e)² + (m d a)²), a the
-    # block's acceleration, over the overlap x_s = x0 − q ("decrease").
+    # block's acceleration, over the overlap x_s = x0 + q ("increase").
     # MotionSolve Comment 10: F = μ (m g + m g d/(2 r_n) + bending/x_s) + (μ/μ_s) F_pre.
     mass, e, d, x0, rn, pre, rate = 2.0, 0.05, 0.02, 0.3, 0.04, 0.5, 10.0
     mu_s, mu_d, t1 = 0.4, 0.25, 1.6
@@ -321,19 +341,18 @@ def test_slider_breakaway_and_slip_with_overlap_against_scipy():
     )  # fmt: skip
     law = jf.JointFriction(mu_s, mu_d, loads=(load,))
     ts = np.linspace(0.0, t1, 16)
-    sol = jax.jit(
-        lambda law: jf.simulate(
-            slider,
-            law,
-            jnp.zeros(1),
-            jnp.zeros(1),
-            t1,
-            ts=ts,
-            force=_Ramp(jnp.asarray(rate)),
-        )  # fmt: skip
-    )(law)
 
-    def level(mu, q, a):
+    @jax.jit
+    def run(law, rate):
+        return jf.simulate(
+            slider, law, jnp.zeros(1), jnp.zeros(1), t1, ts=ts, force=_Ramp(rate),
+            throw=False,
+        )  # fmt: skip
+
+    sol = run(law, jnp.asarray(rate))
+    assert sol.result == jf.RESULTS.successful
+
+    def level(mu, q, a, x0=x0):
         bending = np.hypot(mass * G * e, mass * d * a) / (x0 + q)
         return mu * (mass * G + mass * G * d / (2 * rn) + bending) + mu / mu_s * pre
 
@@ -355,6 +374,18 @@ def test_slider_breakaway_and_slip_with_overlap_against_scipy():
     expected = ref.sol(ts[~stuck])
     np.testing.assert_allclose(sol.q[~stuck, 0], expected[0], atol=_TRAJECTORY_TOL)
     np.testing.assert_allclose(sol.qd[~stuck, 0], expected[1], atol=_TRAJECTORY_TOL)
+
+    # An overlap of 2 mm: once the block slips, the bending couple m d a over
+    # x_s makes the load coupling diverge (its error grows by up to
+    # μ_d·d/x_s = 2.5 per iteration). Under 200 N/s the block breaks away at
+    # 1.03 s and the switch to slip finds no finite friction:
+    # `load_coupling_failed` (it said `stick_solve_failed`). The same
+    # compiled simulation.
+    short = dataclasses.replace(load, initial_overlap=0.002)
+    failed = run(dataclasses.replace(law, loads=(short,)), jnp.asarray(200.0))
+    assert failed.result == jf.RESULTS.load_coupling_failed
+    stuck = ts < level(mu_s, 0.0, 0.0, short.initial_overlap) / 200.0
+    assert np.all(failed.q[stuck] == 0.0) and np.all(np.isnan(failed.q[~stuck]))
 
 
 def test_load_coupling_at_one_state_and_its_failure():

@@ -308,9 +308,9 @@ class JointFriction(AbstractFrictionLaw):
     accelerations → reactions → levels → f``) by fixed-point iteration to a
     change below ``1e-12`` of the largest force and differentiates it
     implicitly; where it does not converge in `max_iterations` the friction is
-    non-finite and the simulation stops with a failed result
-    (``nonfinite_state`` or ``stick_solve_failed``), never a lagged reaction. A
-    stuck joint's breakaway is the event ``μ_s·Σ c_k − |f| ↓ 0``.
+    non-finite and the simulation stops with
+    ``RESULTS.load_coupling_failed``, never a lagged reaction. A stuck joint's
+    breakaway is the event ``μ_s·Σ c_k − |f| ↓ 0``.
 
     Needs a system with `joint_reactions` (`jaxfric.systems.RigidBodyTree`).
 
@@ -458,7 +458,8 @@ class JointLuGre(AbstractFrictionLaw):
         viscous_effects: ``σ2``, N·s/m, ``>= 0``.
         stiction_trans_vel: ``v_s``, m/s, ``> 0``.
         max_iterations: the most fixed-point iterations of the load coupling
-            per evaluation (default 50).
+            per evaluation (default 50); where it does not converge the
+            simulation stops with ``RESULTS.load_coupling_failed``.
     """
 
     mu_static: Float[Array, "..."] = eqx.field(converter=as_float)

@@ -12,6 +12,7 @@ from .._check import AbstractCheck, check_finite, is_concrete
 from ..forces import AbstractForce, FunctionForce
 from ..systems import AbstractSystem, ConfigurationStatus
 from ._law import AbstractFrictionLaw
+from ._loads import LoadCoupling
 from ._solution import RESULTS
 
 
@@ -213,6 +214,12 @@ class StopOnNonfinite(diffrax.AbstractAdaptiveStepSizeController):
         return keep, next_t0, next_t1, jump, state, result
 
 
+def nondifferentiable(tree):
+    """`jax.lax.stop_gradient` of the arrays of `tree` (other leaves kept)."""
+    arrays, static = eqx.partition(tree, eqx.is_array)
+    return eqx.combine(jax.lax.stop_gradient(arrays), static)
+
+
 def name_configuration_failure(system: AbstractSystem, result, q_stop) -> RESULTS:
     """`result`, with a `nonfinite_state` renamed after the cause the system
     reports at `q_stop`, the coordinates where the solve stopped
@@ -235,6 +242,46 @@ def name_configuration_failure(system: AbstractSystem, result, q_stop) -> RESULT
     )
     failed = stalled & (status != ConfigurationStatus.ok)
     return RESULTS.where(failed, named, result)
+
+
+def name_load_coupling_failure(
+    law: AbstractFrictionLaw,
+    result,
+    coupling_at: Callable[..., LoadCoupling],
+    *stop,
+) -> RESULTS:
+    """`result`, with a failure renamed `RESULTS.load_coupling_failed` where
+    the load coupling of a `load_dependent` law (`solve_load_coupling`) fails
+    at the state where the solve stopped: ``coupling_at(*stop)`` evaluates it
+    there (with the modes the switch path last tried), not differentiated (a
+    result code has no derivative). Free for other laws (nothing is traced).
+
+    A coupling that did not converge makes the friction non-finite, which
+    ends a solve as ``nonfinite_state`` (a step that cannot be shortened
+    further), ``max_steps_reached`` (steps shrinking until the budget is
+    spent), ``stick_solve_failed`` (no finite friction for the modes at an
+    event) or ``event_location_failed`` (a root find on non-finite
+    conditions); those are renamed. The others are not: ``max_events_reached``
+    is a budget, ``invalid_parameters`` and the configuration failures
+    (`name_configuration_failure`, applied first) name an earlier cause.
+
+    A solve that ran into states where the coupling stops converging stopped
+    just short of them (every longer trial step failed), where it converges
+    at best in its last allowed iteration: so a coupling that needed all of
+    ``max_iterations`` counts as failed too (as a nearly rank-deficient
+    closure Jacobian counts as singular, `name_configuration_failure`)."""
+    if not law.load_dependent:
+        return result
+    at_stop = coupling_at(*nondifferentiable(stop))
+    max_iterations = law.max_iterations  # pyright: ignore[reportAttributeAccessIssue]
+    failing = ~at_stop.converged | (at_stop.iterations >= max_iterations)
+    stalled = (
+        (result == RESULTS.nonfinite_state)
+        | (result == RESULTS.max_steps_reached)
+        | (result == RESULTS.stick_solve_failed)
+        | (result == RESULTS.event_location_failed)
+    )
+    return RESULTS.where(stalled & failing, RESULTS.load_coupling_failed, result)
 
 
 def last_finite(q):

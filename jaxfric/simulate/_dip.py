@@ -45,6 +45,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from ._common import nondifferentiable
 from ._unrolled import AbstractWrappedSolver
 
 #: A predicted minimum within this many extrapolation misses of zero is a dip.
@@ -74,12 +75,14 @@ class DipGuard(AbstractWrappedSolver):
     prior: Callable = eqx.field(static=True)
 
     def init(self, terms, t0, t1, y0, args):
-        g0 = _nondifferentiable(self.conditions(t0, y0, args))
-        t0 = _nondifferentiable(jnp.asarray(t0, g0.dtype))
+        # Where a step is rejected is a numerical choice, not part of the
+        # solution: the screening is not differentiated.
+        g0 = nondifferentiable(self.conditions(t0, y0, args))
+        t0 = nondifferentiable(jnp.asarray(t0, g0.dtype))
         # (start of the last accepted step, its slope, the curvature over the
         # last two, the largest |g| seen, this step's start and value); NaN:
         # none yet.
-        t_prev, slope, curv, scale = _nondifferentiable(self.prior(args))
+        t_prev, slope, curv, scale = nondifferentiable(self.prior(args))
         scale = jnp.fmax(scale, jnp.abs(g0))
         history = (t_prev, slope, curv, scale, t0, g0)
         return self.solver.init(terms, t0, t1, y0, args), history
@@ -90,7 +93,7 @@ class DipGuard(AbstractWrappedSolver):
             terms, t0, t1, y0, args, inner_state, made_jump
         )
         t_prev, slope_prev, curv_prev, scale, t0_, g0 = history
-        t1_, y1_, args_ = _nondifferentiable((t1, y1, args))
+        t1_, y1_, args_ = nondifferentiable((t1, y1, args))
         # For a first-same-as-last solver XLA merges this with the vector
         # field's last stage, which evaluates the same forces at (t1, y1).
         g1 = self.conditions(t1_, y1_, args_)
@@ -130,13 +133,6 @@ class DipGuard(AbstractWrappedSolver):
             g1,
         )
         return y1, y_error, dense_info, (inner_state, history), result
-
-
-def _nondifferentiable(tree):
-    """`jax.lax.stop_gradient` of the arrays of `tree` (other leaves kept):
-    where a step is rejected is a numerical choice, not part of the solution."""
-    arrays, static = eqx.partition(tree, eqx.is_array)
-    return eqx.combine(jax.lax.stop_gradient(arrays), static)
 
 
 def no_history(m: int, dtype) -> tuple:

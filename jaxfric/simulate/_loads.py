@@ -3,6 +3,7 @@ friction → accelerations → reactions → levels → friction, solved exactly
 one state (shared by the switch path and the dynamic-law path)."""
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +12,25 @@ import optimistix as optx
 from .._types import Coordinates, SlipVector, Vector
 from ..systems import AbstractSystem
 from ._law import AbstractFrictionLaw
+
+
+class LoadCoupling(NamedTuple):
+    """The load coupling solved at one state (`solve_load_coupling`).
+
+    Attributes:
+        friction: the friction ``f``, N or N·m, shape ``(m,)``.
+        law_at: the law at the reactions of ``f``
+            (`AbstractFrictionLaw.at_reactions`).
+        converged: whether the iteration converged within the law's
+            ``max_iterations``.
+        iterations: the iterations it took (``max_iterations`` when it did not
+            converge).
+    """
+
+    friction: SlipVector
+    law_at: AbstractFrictionLaw
+    converged: jax.Array
+    iterations: jax.Array
 
 
 def solve_load_coupling(
@@ -22,7 +42,7 @@ def solve_load_coupling(
     acc_net: Vector,
     minv_jt: jax.Array,
     friction_of: Callable[[AbstractFrictionLaw], SlipVector],
-) -> tuple[SlipVector, AbstractFrictionLaw, jax.Array]:
+) -> LoadCoupling:
     """The friction ``f`` with ``f = friction_of(law at the reactions of f)``.
 
     The accelerations are ``q̈ = acc_net − M⁻¹Jᵀ f``, the reactions
@@ -44,8 +64,8 @@ def solve_load_coupling(
             (e.g. a stick solve with fixed modes).
 
     Returns:
-        ``(f, law_at, converged)``: the friction, the law at its reactions and
-        whether the iteration converged.
+        A `LoadCoupling`: the friction, the law at its reactions, whether the
+        iteration converged and how many iterations it took.
     """
     like = jnp.zeros(minv_jt.shape[1], dtype=acc_net.dtype)
 
@@ -67,5 +87,9 @@ def solve_load_coupling(
         max_steps=law.max_iterations,  # pyright: ignore[reportAttributeAccessIssue]
         throw=False,
     )
-    converged = fixed.result == optx.RESULTS.successful
-    return fixed.value, law_at(fixed.value), converged
+    return LoadCoupling(
+        fixed.value,
+        law_at(fixed.value),
+        fixed.result == optx.RESULTS.successful,
+        fixed.stats["num_steps"],
+    )

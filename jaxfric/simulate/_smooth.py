@@ -22,11 +22,12 @@ from ..systems import AbstractSystem
 from ._common import (
     classify,
     name_configuration_failure,
+    name_load_coupling_failure,
     state_vector,
     step_controller,
 )
 from ._law import AbstractFrictionLaw
-from ._loads import solve_load_coupling
+from ._loads import LoadCoupling, solve_load_coupling
 from ._options import SimulateOptions
 from ._path import (
     AbstractPath,
@@ -141,19 +142,31 @@ class _LoadedDynamicFriction(eqx.Module):
     """``friction_fn`` of a dynamic law whose force depends on the joints'
     reaction loads (`jaxfric.friction.JointLuGre`): the force is the fixed
     point of force → accelerations → reactions → force at this state
-    (`solve_load_coupling`); non-finite where that does not converge."""
+    (`solve_load_coupling`); non-finite where that does not converge
+    (`_solve` then names the failure, `name_load_coupling_failure`)."""
 
     law: AbstractFrictionLaw
     system: AbstractSystem
 
     def __call__(self, t, q, qd, applied, slip_velocity: SlipVector, state):
+        coupling = self.coupling(q, qd, applied, slip_velocity, state)
+        friction = coupling.law_at.force(state, slip_velocity)
+        return (
+            jnp.where(coupling.converged, friction, jnp.nan),
+            coupling.law_at.state_derivative(state, slip_velocity),
+        )
+
+    def coupling(
+        self, q, qd, applied, slip_velocity: SlipVector, state
+    ) -> LoadCoupling:
+        """The load coupling at this state (`solve_load_coupling`)."""
         # The same `dynamics` as the vector field's `acceleration` (computed
         # once after common-subexpression elimination).
         dynamics = self.system.dynamics(q, qd)
         acc_net, minv_jt, _ = free_acceleration(
             self.system, q, qd, applied - dynamics.bias, dynamics
         )
-        _, law_at, converged = solve_load_coupling(
+        return solve_load_coupling(
             self.system,
             self.law,
             q,
@@ -162,11 +175,6 @@ class _LoadedDynamicFriction(eqx.Module):
             acc_net,
             minv_jt,
             lambda law_at: law_at.force(state, slip_velocity),
-        )
-        friction = law_at.force(state, slip_velocity)
-        return (
-            jnp.where(converged, friction, jnp.nan),
-            law_at.state_derivative(state, slip_velocity),
         )
 
 
@@ -230,6 +238,16 @@ def _solve(
     result = classify(sol.result)
     q_stop = layout.split(at_stop[-1])[0]
     result = name_configuration_failure(system, result, q_stop)
+
+    def coupling_at(friction_fn, force, t_stop, y_stop):
+        q, qd, z, x = layout.split(y_stop[-1])
+        applied, _ = applied_force(force, t_stop[-1], q, qd, x)
+        slip = friction_fn.system.slip_velocity(q, qd)
+        return friction_fn.coupling(q, qd, applied, slip, z)
+
+    result = name_load_coupling_failure(
+        friction_fn.law, result, coupling_at, friction_fn, force, sol.ts[1], at_stop
+    )
     num_vf_evals = count_vf_evals(options.solver, sol.stats["num_steps"])
     return Solution(
         ts=ts,

@@ -42,6 +42,15 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "(a value traced under jit, vmap or grad, so not checked at construction); "
         "the states are NaN. Run with `throw=True` to name the parameter."
     )
+    load_coupling_failed = (
+        "The friction of a law with load-dependent levels (`JointFriction`, "
+        "`JointLuGre`) could not be solved where the solve stopped: the "
+        "fixed-point iteration friction → reactions → friction levels did not "
+        "converge within the law's `max_iterations`. Raise `max_iterations`; if "
+        "that does not help, the coupling does not contract there (it contracts "
+        "by about the friction coefficient times a pin radius or reaction arm "
+        "over a link length): check the load models' geometry and coefficients."
+    )
 
 
 class Solution(eqx.Module):

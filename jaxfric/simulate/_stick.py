@@ -19,7 +19,7 @@ from .._types import Coordinates, Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
 from ._law import AbstractFrictionLaw
 from ._lcp import box_lcp
-from ._loads import solve_load_coupling
+from ._loads import LoadCoupling, solve_load_coupling
 
 STICK = 0
 # The mode choice's box LCP: projected Gauss–Seidel to this relative natural
@@ -361,13 +361,53 @@ def friction_at_modes(
     is the fixed point of friction → accelerations → reactions → levels →
     friction (`solve_load_coupling`), differentiated implicitly; where the
     iteration does not converge the result is non-finite, which the paths
-    report.
+    report as `RESULTS.load_coupling_failed` (`load_coupling_at_modes`).
 
     Returns:
         ``(f, q̈, law_at)``: the friction of every element, the accelerations
         and the law at this state (`AbstractFrictionLaw.at_reactions`: its static
         limits give the stick margins).
     """
+    solve, law, coupling = _at_modes(
+        system, law, q, qd, net, modes, split, dynamics, parts, reference
+    )
+    if coupling is None:
+        friction, acc = solve(law)
+        return friction, acc, law
+    friction, acc = solve(coupling.law_at)
+    return (
+        jnp.where(coupling.converged, friction, jnp.nan),
+        jnp.where(coupling.converged, acc, jnp.nan),
+        coupling.law_at,
+    )
+
+
+def load_coupling_at_modes(
+    system: AbstractSystem,
+    law: AbstractFrictionLaw,
+    q: Coordinates,
+    qd: Vector,
+    net: Vector,
+    modes: Int[jax.Array, " m"],
+    dynamics: Dynamics | None = None,
+    reference: SlipVector | None = None,
+) -> LoadCoupling:
+    """The load coupling of a `load_dependent` law that `friction_at_modes`
+    solves at these modes (`solve_load_coupling`): whether it converges
+    there, and in how many iterations."""
+    _, _, coupling = _at_modes(
+        system, law, q, qd, net, modes, True, dynamics, None, reference
+    )
+    if coupling is None:
+        raise TypeError(f"{type(law).__name__} has no load coupling to solve.")
+    return coupling
+
+
+def _at_modes(system, law, q, qd, net, modes, split, dynamics, parts, reference):
+    """``(solve, law, coupling)`` for `friction_at_modes`: ``solve(law_at)``,
+    the friction and accelerations at these modes with the law's levels
+    `law_at`; the law at the state; and for a `load_dependent` law its load
+    coupling at these modes (`solve_load_coupling`), else `None`."""
     if dynamics is None:
         dynamics = system.dynamics(q, qd)
     if parts is None:
@@ -385,9 +425,8 @@ def friction_at_modes(
         )
 
     if not law.load_dependent:
-        friction, acc = solve(law)
-        return friction, acc, law
-    _, levels, converged = solve_load_coupling(
+        return solve, law, None
+    coupling = solve_load_coupling(
         system,
         law,
         q,
@@ -397,12 +436,7 @@ def friction_at_modes(
         parts.minv_jt,
         lambda law_at: solve(law_at)[0],
     )
-    friction, acc = solve(levels)
-    return (
-        jnp.where(converged, friction, jnp.nan),
-        jnp.where(converged, acc, jnp.nan),
-        levels,
-    )
+    return solve, law, coupling
 
 
 def limit_scale(law: AbstractFrictionLaw, like: SlipVector):

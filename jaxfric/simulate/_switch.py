@@ -50,6 +50,7 @@ from ._common import (
     classify,
     input_anchor,
     name_configuration_failure,
+    name_load_coupling_failure,
     step_controller,
 )
 from ._dip import DipGuard, carried_history, no_history
@@ -69,6 +70,7 @@ from ._stick import (
     friction_and_acceleration,
     friction_at_modes,
     isotropic_modes,
+    load_coupling_at_modes,
     masked_solve,
     stick_margin,
 )
@@ -215,7 +217,14 @@ def _vector_field(t, y, seg: _Segment):
     )
     # Exact zeros keep a stuck joint's position constant to the last bit.
     dq = seg.system.coordinate_rate(q, jnp.where(seg.hold, 0.0, qd))
-    dqd = jnp.where(seg.hold, 0.0, acc)
+    held = seg.hold
+    if seg.law.load_dependent:
+        # A load coupling that did not converge leaves the accelerations NaN:
+        # the step fails (and the run names the cause) instead of holding a
+        # joint whose friction is not known, and whose breakaway then never
+        # comes.
+        held = held & jnp.isfinite(acc)
+    dqd = jnp.where(held, 0.0, acc)
     return dq, dqd, rate
 
 
@@ -586,7 +595,8 @@ def _switch_pending(system, law, force, c: "_Carry", time_tol) -> "_Carry":
     Run at the start of every segment, so that the switch is in the traced
     program once: the compile time of a simulation grows with every copy of
     the stick solve. A switch whose stick forces are not finite ends the
-    simulation with ``RESULTS.stick_solve_failed`` at `c`'s state.
+    simulation with ``RESULTS.stick_solve_failed`` at `c`'s state (for a
+    load-dependent law, with the modes it tried).
     """
     y = (c.q, c.qd, c.x)
     after_event = c.pending & (c.num_events > 0)
@@ -603,12 +613,14 @@ def _switch_pending(system, law, force, c: "_Carry", time_tol) -> "_Carry":
         c = eqx.tree_at(
             lambda k: k.reference, c, jnp.where(apply & ok, reference, c.reference)
         )
+    # A failed switch of a load-dependent law leaves the modes it tried, at
+    # which `_solution` asks the load coupling (`name_load_coupling_failure`).
     return eqx.tree_at(
         lambda k: (k.qd, k.modes, k.hold, k.pending, k.done, k.result),
         c,
         (
             jnp.where(apply & ok, qd, c.qd),
-            jnp.where(apply & ok, modes, c.modes),
+            jnp.where(apply if law.load_dependent else apply & ok, modes, c.modes),
             jnp.where(apply & ok, hold, c.hold),
             c.pending & ~apply,
             c.done | failed,
@@ -653,6 +665,16 @@ def _solution(system, law, force, ts, final: _Carry, event_times, num_vf_evals):
     )
     # A failed segment left the carry at the last accepted state.
     result = name_configuration_failure(system, result, final.q)
+
+    def coupling_at(system, law, force, c: _Carry):
+        net, _, dynamics = _net_force(system, force, c.t, c.q, c.qd, c.x)
+        return load_coupling_at_modes(
+            system, law, c.q, c.qd, net, c.modes, dynamics, c.reference
+        )
+
+    result = name_load_coupling_failure(
+        law, result, coupling_at, system, law, force, final
+    )
     # Equal save times take the state saved at the last of them.
     same = jnp.searchsorted(ts, ts, side="right") - 1
     q_s, qd_s, x_s, modes_s, *reference_s = (a[same] for a in final.saved)
@@ -729,8 +751,10 @@ class SwitchPath(AbstractPath):
         a `Solution`; ``result`` is ``RESULTS.max_events_reached`` when `t1` was
         not reached within the event budget, ``RESULTS.event_location_failed``
         when an event's root find failed, ``RESULTS.stick_solve_failed`` when
-        the stick forces were not finite, or the diffrax code of a failed
-        segment (e.g. ``max_steps_reached``).
+        the stick forces were not finite, ``RESULTS.load_coupling_failed``
+        when a load-dependent law's coupling did not converge where the
+        solve stopped (`name_load_coupling_failure`), or the diffrax code of
+        a failed segment (e.g. ``max_steps_reached``).
     """
 
     name: ClassVar[str] = "the switch path"
