@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs" / "experiments"
@@ -150,6 +151,13 @@ def print_load_average() -> None:
     print(f"load average (1, 5, 15 min): {load}")
 
 
+def stick_phases(stuck) -> list[tuple[int, int]]:
+    """``[(start, stop)]`` index ranges (stop exclusive) of the runs of True in
+    the boolean sequence `stuck` (e.g. ``modes[:, k] == 0`` of a `Solution`)."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], np.asarray(stuck, int), [0]])))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+
+
 def claim(ok, text: str, **data) -> dict[str, Any]:
     """One checked claim: ``PASS: <text>`` or ``FAIL: <text>``, where `text`
     states the measured number and its target; `data` (e.g. the number) goes
@@ -223,7 +231,6 @@ def scipy_stick_slip(
         ``(x, ẋ, num_events)``: positions and velocities at `ts` (m, m/s) and
         the number of stick/slip switches.
     """
-    import numpy as np
     from scipy.integrate import solve_ivp
 
     static = fc if fs is None else fs
@@ -312,7 +319,6 @@ def pinocchio_configuration(model, q):
     """jaxfric joint positions ``q`` (rad, m), shape ``(dof,)`` -> the
     configuration vector of the Pinocchio `model` (continuous joints are stored
     as ``(cos q, sin q)`` there, other joints as ``q``)."""
-    import numpy as np
 
     out = np.zeros(model.nq)
     for k, joint in enumerate(model.joints[1:]):
@@ -327,7 +333,6 @@ def random_robot_states(seed: int, num: int, n_dof: int):
     """Seeded random joint states for dynamics comparisons, each ``(num, n_dof)``:
     ``q ~ U(−π, π)`` rad, ``q̇ ~ N(0, 2²)`` rad/s, ``q̈ ~ N(0, 5²)`` rad/s² and
     ``τ ~ N(0, 10²)`` N·m, drawn in that order. Returns ``(q, q̇, q̈, τ)``."""
-    import numpy as np
 
     rng = np.random.default_rng(seed)
     return (

@@ -42,6 +42,7 @@ from _common import (
     print_claims,
     print_table,
     results_dir,
+    stick_phases,
     write_json,
 )
 
@@ -102,20 +103,13 @@ def post(chain, controller, ts, q, qd, force_state, friction):
     return jax.vmap(one)(ts, q, qd, force_state, friction)
 
 
-def stick_phases(modes):
-    """``[(start, stop)]`` index ranges (stop exclusive) of runs of ``mode == 0``."""
-    stuck = np.concatenate([[False], modes == 0, [False]])
-    edges = np.flatnonzero(np.diff(stuck.astype(int)))
-    return list(zip(edges[::2], edges[1::2], strict=True))
-
-
 def stick_check(sol):
     """Per leg: stick phases on the saved grid, max |velocity| at stuck points,
     the largest spread of the length within one phase."""
     q, qd, modes = (np.asarray(x) for x in (sol.q, sol.qd, sol.modes))
     out = []
     for leg in range(q.shape[1]):
-        phases = stick_phases(modes[:, leg])
+        phases = stick_phases(modes[:, leg] == 0)
         stuck = modes[:, leg] == 0
         out.append(
             dict(

@@ -58,6 +58,7 @@ from _common import (
     print_claims,
     print_table,
     results_dir,
+    stick_phases,
     write_json,
 )
 
@@ -214,12 +215,6 @@ def friction_levels(chain, law, force, sol):
         return coulomb.fc, coulomb.fs, closure
 
     return jax.vmap(one)(sol.ts, sol.q, sol.qd, sol.friction)
-
-
-def stick_phases(stuck):
-    """``[(start, stop)]`` index ranges (stop exclusive) of runs of `stuck`."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], stuck.astype(int), [0]])))
-    return list(zip(edges[::2], edges[1::2], strict=True))
 
 
 def forward(settings, chain, fric):
