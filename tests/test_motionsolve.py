@@ -406,9 +406,9 @@ def test_bad_marker_reference_is_named():
 
 
 def test_unsupported_joint_type_is_named():
-    message = _error(_PENDULUM_METER.replace('"REVOLUTE"', '"SPHERICAL"'))
+    message = _error(_PENDULUM_METER.replace('"REVOLUTE"', '"PLANAR"'))
     assert "Constraint_Joint id=301001" in message
-    assert "SPHERICAL" in message and "not supported yet" in message
+    assert "PLANAR" in message and "not supported yet" in message
 
 
 @pytest.mark.parametrize(
@@ -589,3 +589,127 @@ def test_yoke_choice_is_checked():
     assert text != _PENDULUM_METER
     with pytest.warns(UserWarning, match="yoke_choice"):
         load_motionsolve_string(text)
+
+
+def _rotation(axis: int, angle: float) -> np.ndarray:
+    """Rotation by `angle` (rad) about global axis `axis` (0, 1, 2)."""
+    c, s = np.cos(angle), np.sin(angle)
+    i, j = (axis + 1) % 3, (axis + 2) % 3  # cyclic: Ry turns z towards x
+    out = np.eye(3)
+    out[i, i] = out[j, j] = c
+    out[i, j], out[j, i] = -s, s
+    return out
+
+
+def _marker(mid: int, body: int, rotation: np.ndarray, position=(0.0, 0.0, 0.0)) -> str:
+    """A Reference_Marker with the direction cosines of `rotation`'s x and z
+    columns."""
+    x, z = (rotation[:, k].tolist() for k in (0, 2))
+    position = [float(p) for p in position]
+    return (
+        f'<Reference_Marker id="{mid}" body_id="{body}" pos_x="{position[0]!r}" '
+        f'pos_y="{position[1]!r}" pos_z="{position[2]!r}" a00="{x[0]!r}" '
+        f'a10="{x[1]!r}" a20="{x[2]!r}" a02="{z[0]!r}" a12="{z[1]!r}" a22="{z[2]!r}"/>'
+    )
+
+
+def _one_joint(kind: str, i_marker: str, cg=(0.1, 0.0, -0.3), friction="") -> str:
+    """Ground (J marker 10 at the origin, global axes) and a 2 kg body (I
+    marker 20, centre of mass marker 21 at `cg`, inertia diag(2, 3, 1)e-3
+    kg·m² about it in global axes) on one joint of type `kind`, SI units."""
+    return f"""<MultiBodySystem>
+ <Model>
+  {_marker(10, 1, np.eye(3))}
+  {i_marker}
+  {_marker(21, 2, np.eye(3), cg)}
+  <Body_Rigid id="1" isground="TRUE"/>
+  <Body_Rigid id="2" cg_id="21" mass="2." inertia_xx="0.002" inertia_yy="0.003"
+     inertia_zz="0.001"/>
+  <Constraint_Joint id="5" type="{kind}" i_marker_id="20" j_marker_id="10"/>
+  <Force_Gravity grav_z="-9.81"/>
+  {friction}
+ </Model>
+</MultiBodySystem>
+"""
+
+
+def _about_point(cg) -> np.ndarray:
+    """The body's inertia about the origin (global axes), kg·m²."""
+    r = np.asarray(cg)
+    return np.diag([0.002, 0.003, 0.001]) + 2.0 * (r @ r * np.eye(3) - np.outer(r, r))
+
+
+def test_cylindrical_joint():
+    # I marker 0.05 m up the common z axis, turned 30° about it.
+    angle, rise, cg = np.pi / 6, 0.05, (0.1, 0.0, 0.05)
+    model = _load_quietly(
+        _one_joint("CYLINDRICAL", _marker(20, 2, _rotation(2, angle), (0, 0, rise)), cg)
+    )
+    system = model.system
+    # A revolute joint into a massless sleeve, then a prismatic joint, both
+    # along the J marker's z: MotionSolve's AZ(I, J) and DZ(I, J, J).
+    assert system.model.joint_types == ("revolute", "prismatic")
+    assert system.joint_names == ("5.rotation", "5.translation")
+    assert system.model.link_names == ("1", "5.sleeve", "2")
+    assert model.joint_ids == (5, 5)
+    np.testing.assert_allclose(model.q0, [angle, rise], atol=_TOLERANCE)
+    q = jnp.asarray(model.q0)
+    np.testing.assert_allclose(_world_com(system, q)[1], cg, atol=_TOLERANCE)
+    # Turning about z: I_zz + m (x² + y²); sliding along z: m; no coupling.
+    np.testing.assert_allclose(
+        system.mass_matrix(q), np.diag([0.001 + 2.0 * 0.01, 2.0]), atol=_TOLERANCE
+    )
+    np.testing.assert_allclose(
+        system.gravity_force(q), [0.0, 2.0 * 9.81], atol=_TOLERANCE
+    )
+
+
+def test_spherical_joint():
+    # I marker at the J origin, turned by intrinsic x-y-z angles (10°, 20°, 30°).
+    angles = np.deg2rad([10.0, 20.0, 30.0])
+    turn = _rotation(0, angles[0]) @ _rotation(1, angles[1]) @ _rotation(2, angles[2])
+    cg = np.array([0.1, 0.0, -0.3])
+    model = _load_quietly(_one_joint("SPHERICAL", _marker(20, 2, turn), cg))
+    system = model.system
+    assert system.model.joint_types == ("revolute",) * 3
+    assert system.joint_names == ("5.x", "5.y", "5.z")
+    assert system.model.link_names == ("1", "5.gimbal_x", "5.gimbal_y", "2")
+    assert model.joint_ids == (5, 5, 5)
+    np.testing.assert_allclose(model.q0, angles, atol=_TOLERANCE)
+    q = jnp.asarray(model.q0)
+    rot, _ = system.forward_kinematics(q)
+    np.testing.assert_allclose(rot[2], turn, atol=_TOLERANCE)
+    np.testing.assert_allclose(_world_com(system, q)[2], cg, atol=_TOLERANCE)
+    # The joint axes in the world: x, then Rx y, then Rx Ry z; M = Sᵀ I_O S
+    # with I_O the inertia about the ball's centre, and the gravity force
+    # dV/dq = −Sᵀ (r × m g).
+    axes = np.stack(
+        [
+            np.eye(3)[0],
+            _rotation(0, angles[0]) @ np.eye(3)[1],
+            _rotation(0, angles[0]) @ _rotation(1, angles[1]) @ np.eye(3)[2],
+        ],
+        axis=1,
+    )
+    np.testing.assert_allclose(
+        system.mass_matrix(q), axes.T @ _about_point(cg) @ axes, atol=_TOLERANCE
+    )
+    weight = np.array([0.0, 0.0, -2.0 * 9.81])
+    np.testing.assert_allclose(
+        system.gravity_force(q), -axes.T @ np.cross(cg, weight), atol=_TOLERANCE
+    )
+
+
+def test_cylindrical_and_spherical_joints_are_checked():
+    # Off the common axis; a gimbal lock (90° about y); friction on either.
+    off_axis = _one_joint("CYLINDRICAL", _marker(20, 2, np.eye(3), (0.01, 0.0, 0.0)))
+    assert "the same z axis" in _error(off_axis)
+    locked = _one_joint("SPHERICAL", _marker(20, 2, _rotation(1, np.pi / 2)))
+    assert "Constraint_Joint id=5" in _error(locked) and "90" in _error(locked)
+    friction = (
+        '<Force_JointFriction id="8" joint_id="5" mu_static="0.4" mu_dynamic="0.3"/>'
+    )
+    for kind in ("CYLINDRICAL", "SPHERICAL"):
+        message = _error(_one_joint(kind, _marker(20, 2, np.eye(3)), friction=friction))
+        assert "Force_JointFriction id=8" in message and kind in message
+        assert "not supported yet" in message

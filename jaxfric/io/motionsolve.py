@@ -22,7 +22,8 @@ Read (Altair MotionSolve Reference Guide, each element's page):
   checked to name a marker of the body and otherwise unused: marker positions
   are global.
 - ``Constraint_Joint`` of type ``REVOLUTE``, ``TRANSLATIONAL``, ``FIXED``,
-  ``UNIVERSAL`` and ``HOOKE`` (the same kinematics; see below).
+  ``UNIVERSAL`` and ``HOOKE`` (the same kinematics), ``CYLINDRICAL`` and
+  ``SPHERICAL`` (see below).
 - ``Force_Gravity`` (``grav_x/y/z``; no gravity without it).
 - ``Force_JointFriction`` on revolute, translational, universal and Hooke
   joints (see below).
@@ -62,6 +63,23 @@ joint's ``AZ(I, J)``, the I and J markers of a universal joint never coincide.
 A file whose I and J origins differ, or whose ``z`` axes are not perpendicular
 (``|z_I · z_J|`` above 1e-5), is refused with a `ValueError` naming the joint.
 
+Cylindrical and spherical joints. A cylindrical joint (I and J share the
+``z`` axis) is a revolute joint about the parent-side marker's ``z`` axis into
+a massless link (``"<id>.sleeve"``), then a prismatic joint along it:
+``"<id>.rotation"`` and ``"<id>.translation"``, MotionSolve's ``AZ(I, J)`` and
+``DZ(I, J, J)`` as for the revolute and translational joints. A spherical
+joint (I and J origins together) is three revolute joints about the
+parent-side marker's ``x``, ``y`` and ``z`` axes through two massless links
+(``"<id>.gimbal_x"``, ``"<id>.gimbal_y"``): ``"<id>.x"``, ``"<id>.y"``,
+``"<id>.z"``, whose coordinates are the intrinsic x-y-z angles of the
+child-side marker relative to the parent-side one (``q0``: the file's). Like
+every such gimbal it is singular where the middle angle is ±90° (the first
+and last axes line up): a file at less than 1e-3 of that (cosine) is refused,
+and a simulation that turns the body that far about the parent-side ``y``
+axis stops there (non-finite accelerations). Friction on these joints
+(MotionSolve Comments 11 and 13: friction in two and three directions at
+once) is not supported yet and refused by name.
+
 Joint friction. ``Force_JointFriction`` elements (one per joint at most)
 become `jaxfric.JointFriction` with the load model of MotionSolve's Comments
 9–10: `jaxfric.RevoluteLoad` (``pin_radius``, ``friction_arm``,
@@ -86,7 +104,8 @@ law. The LuGre attributes (``max_stiction_deform``, ``bristle_stiffness``,
 `MotionSolveModel.lugre`.
 
 Refused with a `ValueError` naming the element: other joint types
-(``CYLINDRICAL``, ``SPHERICAL``, ``PLANAR``, ...: "not supported yet"),
+(``PLANAR``, ...: "not supported yet"), friction on cylindrical and
+spherical joints,
 marker positions relative to another marker (``rm_id``, ``rm``), Euler-angle
 orientations (``psi``, ``theta``, ``phi``), markers on flexible or point
 bodies, ``mass_mult_factor``, closed loops and floating bodies, several
@@ -277,6 +296,13 @@ _WITH_ID = frozenset(
 _JOINT_TYPES = {"REVOLUTE": "revolute", "TRANSLATIONAL": "prismatic", "FIXED": "fixed"}
 # Universal (Hooke) joints: two revolute joints through a massless cross.
 _UNIVERSAL = frozenset({"UNIVERSAL", "HOOKE"})
+# Joints of several tree joints through massless links: cylindrical (a
+# revolute and a prismatic joint on one axis), spherical (three revolute
+# joints about the parent-side marker's x, y, z axes).
+_COMPOUND = _UNIVERSAL | {"CYLINDRICAL", "SPHERICAL"}
+# A spherical joint's middle (y) angle at most this far from ±90° is a gimbal
+# lock of its three revolute joints: refused in the file's configuration.
+_GIMBAL_MARGIN = 1e-3
 # The load model of friction on each joint type (Comments 12 and 14: a yoke of
 # a universal or Hooke joint "is modeled as for a revolute joint").
 _LOAD_KIND = {
@@ -301,7 +327,10 @@ class MotionSolveModel(NamedTuple):
             names are the ``Body_Rigid`` ids, joint names the
             ``Constraint_Joint`` ids, as strings; a universal or Hooke joint
             gives the joints ``"<id>.j_yoke"`` and ``"<id>.i_yoke"`` and the
-            massless link ``"<id>.cross"`` between them).
+            massless link ``"<id>.cross"`` between them, a cylindrical joint
+            ``"<id>.rotation"``, ``"<id>.translation"`` and ``"<id>.sleeve"``,
+            a spherical joint ``"<id>.x"``, ``"<id>.y"``, ``"<id>.z"`` and
+            ``"<id>.gimbal_x"``, ``"<id>.gimbal_y"``).
         friction: the `JointFriction` of the ``Force_JointFriction`` elements,
             one per element in file order (the system's ``friction_joints``);
             `None` without any (and then no friction joints).
@@ -315,10 +344,11 @@ class MotionSolveModel(NamedTuple):
         num_steps: its ``num_step`` (output steps); `None` without one.
         q0: the joint coordinates of the file's configuration (MotionSolve's
             ``AZ(I, J)``, rad, or ``DZ(I, J, J)``, m; zero for the two yokes
-            of a universal or Hooke joint), shape ``(n_dof,)``.
-        joint_ids: the ``Constraint_Joint`` id of each entry of ``q`` (twice,
-            in the order of the tree joints ``"<id>.j_yoke"``/``"<id>.i_yoke"``,
-            for a universal or Hooke joint).
+            of a universal or Hooke joint; a spherical joint's x-y-z angles),
+            shape ``(n_dof,)``.
+        joint_ids: the ``Constraint_Joint`` id of each entry of ``q`` (once
+            per tree joint of a universal, Hooke, cylindrical or spherical
+            joint, in the tree's order).
         friction_ids: the ``Force_JointFriction`` id of each friction element.
         lugre: per friction element, the attributes of MotionSolve's LuGre
             model, which the exact Coulomb law does not use: ``inactive``
@@ -639,11 +669,11 @@ def _load(root: ET.Element, label: str) -> MotionSolveModel:
     ends = {}
     for jid, r in joints.items():
         kind = r.text("type").upper()
-        if kind not in _JOINT_TYPES and kind not in _UNIVERSAL:
+        if kind not in _JOINT_TYPES and kind not in _COMPOUND:
             raise ValueError(
                 f"{r.where}: type {kind!r} is not supported yet (a RigidBodyTree has "
                 "revolute, prismatic and fixed joints; this loader reads "
-                f"{', '.join((*_JOINT_TYPES, *sorted(_UNIVERSAL)))})."
+                f"{', '.join((*_JOINT_TYPES, *sorted(_COMPOUND)))})."
             )
         i_marker, j_marker = marker(r, "i_marker_id"), marker(r, "j_marker_id")
         if i_marker.body == j_marker.body:
@@ -694,12 +724,13 @@ def _load(root: ET.Element, label: str) -> MotionSolveModel:
             "fixed base)."
         )
 
-    index: dict = {}  # body (or (joint, "cross")) -> its link's index
+    index: dict = {}  # body, or (joint, inner link name) -> its link index
     frame = {base: (np.eye(3), np.zeros(3))}
     parents, types, axes, xyz, rot, masses, coms, inertias = ([] for _ in range(8))
     q0, joint_ids, names, links = [], [], [], []
     # The tree joint(s) of each Constraint_Joint, by name: one, or for a
-    # universal joint {"j_yoke": ..., "i_yoke": ...}.
+    # compound joint {"j_yoke": ..., "i_yoke": ...} (universal), {"rotation": ...,
+    # "translation": ...} (cylindrical), {"x": ..., "y": ..., "z": ...} (spherical).
     joint_names: dict[int, str | dict[str, str]] = {}
     for body in order:
         jid, parent, sign = entry[body]
@@ -710,48 +741,88 @@ def _load(root: ET.Element, label: str) -> MotionSolveModel:
         frame[body] = (r_c, p_c)
         position = _joint_position(joints[jid].where, kind, outer, inner, scale)
         parent_index = index.get(parent, -1)
-        if kind in _UNIVERSAL:
+
+        # A compound joint's inner tree joints, each into a massless link
+        # whose frame is the parent-side marker's at q = 0: (joint name, type,
+        # axis, link name, coordinate in the file).
+        inner_joints = []
+        final = position
+        if kind == "CYLINDRICAL":
+            # Rotation about, then translation along, the parent-side marker's
+            # z axis (MotionSolve's AZ(I, J) and DZ(I, J, J), as for the
+            # revolute and translational joints).
+            angle, final = position
+            axis = (0.0, 0.0, float(sign))
+            inner_joints.append(
+                (f"{jid}.rotation", "revolute", axis, f"{jid}.sleeve", sign * angle)
+            )
+            joint_names[jid] = {
+                "rotation": f"{jid}.rotation",
+                "translation": f"{jid}.translation",
+            }
+            name, kind_tree = f"{jid}.translation", "prismatic"
+        elif kind == "SPHERICAL":
+            # Revolute joints about the parent-side marker's x, y, z axes: the
+            # intrinsic x-y-z angles of the child-side marker (`position`).
+            for k, label in enumerate("xy"):
+                inner_joints.append(
+                    (f"{jid}.{label}", "revolute", tuple(np.eye(3)[k]),
+                     f"{jid}.gimbal_{label}", position[k])
+                )  # fmt: skip
+            final = position[2]
+            joint_names[jid] = {label: f"{jid}.{label}" for label in "xyz"}
+            name, kind_tree, axis = f"{jid}.z", "revolute", (0.0, 0.0, 1.0)
+        elif kind in _UNIVERSAL:
             # Revolute about the parent-side marker's z axis into a massless
-            # cross whose frame is that marker's at q = 0, then revolute about
-            # the child-side marker's z axis into the child; q = 0 is the
-            # file's configuration.
+            # cross, then revolute about the child-side marker's z axis into
+            # the child; q = 0 is the file's configuration.
             outer_yoke, inner_yoke = (
                 ("j_yoke", "i_yoke") if sign == 1 else ("i_yoke", "j_yoke")
             )
-            index[(jid, "cross")] = len(parents)
+            inner_joints.append(
+                (
+                    f"{jid}.{outer_yoke}",
+                    "revolute",
+                    (0.0, 0.0, 1.0),
+                    f"{jid}.cross",
+                    0.0,
+                )
+            )
+            joint_names[jid] = {
+                outer_yoke: f"{jid}.{outer_yoke}",
+                inner_yoke: f"{jid}.{inner_yoke}",
+            }
+            # The second joint's frame: the child-side marker, in the cross.
+            name, kind_tree, axis = f"{jid}.{inner_yoke}", "revolute", (0.0, 0.0, 1.0)
+            final = 0.0
+        else:
+            name, kind_tree, axis = (
+                str(jid),
+                _JOINT_TYPES[kind],
+                (0.0, 0.0, float(sign)),
+            )
+            joint_names[jid] = name
+            final = sign * position
+        for joint_name, joint_type, joint_axis, link, q_file in inner_joints:
+            index[(jid, link)] = len(parents)
             parents.append(parent_index)
-            types.append("revolute")
-            axes.append((0.0, 0.0, 1.0))
+            types.append(joint_type)
+            axes.append(joint_axis)
             xyz.append(r_parent.T @ (outer.position - p_parent))
             rot.append(r_parent.T @ outer.rotation)
             masses.append(0.0)
             coms.append(np.zeros(3))
             inertias.append(np.zeros((3, 3)))
-            names.append(f"{jid}.{outer_yoke}")
-            links.append(f"{jid}.cross")
+            names.append(joint_name)
+            links.append(link)
+            q0.append(q_file)
+            joint_ids.append(jid)
             parent_index = len(parents) - 1
             r_parent, p_parent = outer.rotation, outer.position
-            joint_names[jid] = {
-                outer_yoke: f"{jid}.{outer_yoke}",
-                inner_yoke: f"{jid}.{inner_yoke}",
-            }
-            q0.append(0.0)
-            joint_ids.append(jid)
-            # The second joint's frame: the child-side marker, in the cross.
-            name, kind_tree, axis, origin = (
-                f"{jid}.{inner_yoke}",
-                "revolute",
-                (0.0, 0.0, 1.0),
-                inner,
-            )
-        else:
-            name, kind_tree, axis, origin = (
-                str(jid),
-                _JOINT_TYPES[kind],
-                (0.0, 0.0, float(sign)),
-                outer,
-            )
-            joint_names[jid] = name
+        # The last tree joint's frame: the child-side marker for a universal
+        # joint, else the parent-side one (at q = 0; at the file's `final`
+        # the child's frame is the child-side marker).
+        origin = inner if kind in _UNIVERSAL else outer
         index[body] = len(parents)
         parents.append(parent_index)
         types.append(kind_tree)
@@ -765,7 +836,7 @@ def _load(root: ET.Element, label: str) -> MotionSolveModel:
         names.append(name)
         links.append(str(body))
         if kind != "FIXED":
-            q0.append(0.0 if kind in _UNIVERSAL else sign * position)
+            q0.append(final)
             joint_ids.append(jid)
 
     gravity = _gravity(by_tag["Force_Gravity"], length / time**2)
@@ -820,13 +891,34 @@ def _path(entry: dict[int, tuple], body: int) -> set[int]:
 
 def _joint_position(
     where: str, kind: str, outer: _Marker, inner: _Marker, scale: float
-) -> float:
+) -> float | tuple[float, ...]:
     """The joint coordinate of the file's configuration, measured from the
     parent-side marker `outer` to the child-side marker `inner` (rad or m);
     raises if the markers violate the joint. A universal (Hooke) joint needs
     coincident origins and perpendicular z axes; its coordinates are zero in the
-    file's configuration (0 returned)."""
+    file's configuration (0 returned). A cylindrical joint gives (angle,
+    displacement); a spherical joint the intrinsic x-y-z angles of the
+    child-side marker relative to the parent-side one."""
     offset = inner.position - outer.position
+    if kind == "SPHERICAL":
+        across = float(np.linalg.norm(offset))
+        rel = outer.rotation.T @ inner.rotation  # = Rx(a) Ry(b) Rz(c)
+        middle = math.asin(max(-1.0, min(1.0, float(rel[0, 2]))))
+        if across > _POSITION_TOLERANCE * scale or math.cos(middle) < _GIMBAL_MARGIN:
+            raise ValueError(
+                f"{where}: its I and J markers do not meet the SPHERICAL joint in "
+                f"the file, or lock its gimbal (they need the same origin, "
+                f"{across:.3g} m apart; the joint is three revolute joints about "
+                "the parent-side marker's x, y, z axes, whose middle angle "
+                f"{math.degrees(middle):.6g}° must stay off ±90°). Give the "
+                "assembled configuration, with the markers' axes turned less "
+                "than 90° about y from each other."
+            )
+        return (
+            math.atan2(-float(rel[1, 2]), float(rel[2, 2])),
+            middle,
+            math.atan2(-float(rel[0, 1]), float(rel[0, 0])),
+        )
     if kind in _UNIVERSAL:
         across = float(np.linalg.norm(offset))
         cosine = float(inner.rotation[:, 2] @ outer.rotation[:, 2])
@@ -840,9 +932,9 @@ def _joint_position(
             )
         return 0.0
     z = outer.rotation[:, 2]
-    along = float(offset @ z) if kind == "TRANSLATIONAL" else 0.0
+    along = float(offset @ z) if kind in ("TRANSLATIONAL", "CYLINDRICAL") else 0.0
     across = float(np.linalg.norm(offset - along * z))
-    if kind == "REVOLUTE":
+    if kind in ("REVOLUTE", "CYLINDRICAL"):
         tilt = float(np.linalg.norm(inner.rotation[:, 2] - z))
     else:
         tilt = float(np.max(np.abs(inner.rotation - outer.rotation)))
@@ -850,6 +942,7 @@ def _joint_position(
         what = {
             "REVOLUTE": "the same origin and z axis",
             "TRANSLATIONAL": "the same axes, origins on the J marker's z axis",
+            "CYLINDRICAL": "the same z axis, origins on it",
             "FIXED": "the same origin and axes",
         }[kind]
         raise ValueError(
@@ -858,11 +951,12 @@ def _joint_position(
             f"{tilt:.3g} apart). Give the assembled configuration: this loader "
             "does not assemble the model."
         )
-    if kind == "REVOLUTE":
+    if kind in ("REVOLUTE", "CYLINDRICAL"):
         x_outer, x_inner = outer.rotation[:, 0], inner.rotation[:, 0]
-        return math.atan2(
+        angle = math.atan2(
             float(np.cross(x_outer, x_inner) @ z), float(x_outer @ x_inner)
         )
+        return (angle, along) if kind == "CYLINDRICAL" else angle
     return along
 
 
@@ -902,7 +996,13 @@ def _friction(
         if joint_kind not in _LOAD_KIND:
             raise ValueError(
                 f"{r.where}: Constraint_Joint id={jid} is a {joint_kind} joint; "
-                f"joint friction is read on {', '.join(_LOAD_KIND)} joints."
+                f"joint friction is read on {', '.join(_LOAD_KIND)} joints"
+                + (
+                    " (cylindrical and spherical joint friction, MotionSolve "
+                    "Comments 11 and 13, is not supported yet)."
+                    if joint_kind in ("CYLINDRICAL", "SPHERICAL")
+                    else "."
+                )
             )
         kind = _LOAD_KIND[joint_kind]
         if jid in rubbed:
@@ -1071,7 +1171,9 @@ def load_motionsolve(path: str | os.PathLike) -> MotionSolveModel:
 
     Reads ``Param_Unit``, ``Reference_Marker``, ``Body_Rigid``,
     ``Constraint_Joint`` (``REVOLUTE``, ``TRANSLATIONAL``, ``FIXED``,
-    ``UNIVERSAL``, ``HOOKE``: two revolute joints through a massless cross),
+    ``UNIVERSAL``, ``HOOKE``: two revolute joints through a massless cross,
+    ``CYLINDRICAL``: a revolute and a prismatic joint, ``SPHERICAL``: three
+    revolute joints),
     ``Force_Gravity``, ``Force_JointFriction`` and ``Command/Simulate``
     (Altair MotionSolve Reference Guide, Param_Unit / Reference_Marker /
     Body_Rigid / Constraint_Joint / Force_Gravity / Force_JointFriction /
@@ -1093,12 +1195,12 @@ def load_motionsolve(path: str | os.PathLike) -> MotionSolveModel:
         ValueError: malformed XML; a missing required attribute, a non-number,
             a reference to a marker, body or joint that does not exist, a body
             without mass, a value out of range, each naming the element (tag
-            and id) and the attribute; joint types other than ``REVOLUTE``,
-            ``TRANSLATIONAL``, ``FIXED``, ``UNIVERSAL`` and ``HOOKE`` ("not
-            supported yet", with the joint's id), markers given relative to
-            another marker, closed loops and floating bodies, joint markers that
-            do not meet their joint (a universal or Hooke joint's: origins apart
-            or ``z`` axes not perpendicular).
+            and id) and the attribute; other joint types ("not supported yet",
+            with the joint's id), friction on a cylindrical or spherical joint,
+            markers given relative to another marker, closed loops and floating
+            bodies, joint markers that do not meet their joint (a universal or
+            Hooke joint's: origins apart or ``z`` axes not perpendicular; a
+            spherical joint's: origins apart or a gimbal lock).
     """
     return _load(*_root(os.fspath(path), False))
 
