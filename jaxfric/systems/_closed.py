@@ -561,6 +561,11 @@ class ClosedChain(AbstractSystem):
         acceleration ``c`` (``q̈ = R z̈ + c``): zero on the independent rows and
         ``−Φ_y⁺ (Φ̇_q q̇)`` on the dependent ones, with ``Φ̇_q q̇`` the second
         directional derivative of ``Φ`` along ``q̇``."""
+        return self._tree_state(z, zd)[:4]
+
+    def _tree_state(self, z: Vector, zd: Vector):
+        """`tree_state` and the closure Jacobian ``Φ_q`` it was built from (one
+        closure solve for every caller that needs both)."""
         self.check_vectors(q=z, qd=zd)
         q = self.assemble(z)
         jac = self.closure_jacobian(q)
@@ -575,7 +580,7 @@ class ClosedChain(AbstractSystem):
             curvature = jax.jvp(along, (q,), (qd,))[1]
             dep = jnp.asarray(self.dependent, int)
             c = c.at[dep].set(-_lstsq_solve(jac[:, dep], curvature))
-        return q, qd, rows, c
+        return q, qd, rows, c, jac
 
     # -- the system interface ----------------------------------------------------------
 
@@ -639,12 +644,7 @@ class ClosedChain(AbstractSystem):
                 `Solution.friction`).
         """
         self.check_vectors(q=q, qd=qd, qdd=qdd, applied=applied, friction=friction)
-        q_tree, qd_tree, rows, c = self.tree_state(q, qd)
-        lhs = self.tree.inverse_dynamics(q_tree, qd_tree, rows @ qdd + c)
-        lhs = lhs.at[jnp.asarray(self.independent, int)].add(-applied)
-        lhs = lhs.at[jnp.asarray(self.tree.friction_joints, int)].add(friction)
-        jac = self.closure_jacobian(q_tree)
-        return jnp.linalg.lstsq(jac.T, lhs)[0]
+        return self._reactions(q, qd, qdd, applied, friction)[1]
 
     @eqx.filter_jit
     def joint_wrenches(
@@ -659,12 +659,8 @@ class ClosedChain(AbstractSystem):
         chain, with the loop forces (`loop_forces`) acting on the bodies they
         connect: row ``i`` as in `jaxfric.systems.rigid.joint_wrenches` (body
         ``i``'s frame, moment about its origin first, N·m; then force, N)."""
-        lam = self.loop_forces(q, qd, qdd, applied, friction)
-        q_tree, qd_tree, rows, c = self.tree_state(q, qd)
-        external = self._loop_wrenches(q_tree, lam)
-        return _dynamics.joint_wrenches(
-            self.tree.model, q_tree, qd_tree, rows @ qdd + c, external
-        )
+        self.check_vectors(q=q, qd=qd, qdd=qdd, applied=applied, friction=friction)
+        return self._reactions(q, qd, qdd, applied, friction)[2]
 
     def joint_reactions(
         self, q: Vector, qd: Vector, qdd: Vector, applied: Vector, friction: SlipVector
@@ -675,8 +671,25 @@ class ClosedChain(AbstractSystem):
         (`jaxfric.friction.JointFriction`). In a closed chain they depend on
         the applied forces and the friction directly, through the loop
         forces."""
-        wrenches = self.joint_wrenches(q, qd, qdd, applied, friction)
-        return friction_joint_reactions(self.tree, wrenches, self.assemble(q))
+        self.check_vectors(q=q, qd=qd, qdd=qdd, applied=applied, friction=friction)
+        q_tree, _, wrenches = self._reactions(q, qd, qdd, applied, friction)
+        return friction_joint_reactions(self.tree, wrenches, q_tree)
+
+    def _reactions(self, q, qd, qdd, applied, friction):
+        """``(q_tree, λ, wrenches)`` of `loop_forces` and `joint_wrenches` from
+        one closure solve (each a `while_loop`: the load coupling of
+        reaction-load friction evaluates this at every step)."""
+        q_tree, qd_tree, rows, c, jac = self._tree_state(q, qd)
+        qdd_tree = rows @ qdd + c
+        lhs = self.tree.inverse_dynamics(q_tree, qd_tree, qdd_tree)
+        lhs = lhs.at[jnp.asarray(self.independent, int)].add(-applied)
+        lhs = lhs.at[jnp.asarray(self.tree.friction_joints, int)].add(friction)
+        lam = jnp.linalg.lstsq(jac.T, lhs)[0]
+        external = self._loop_wrenches(q_tree, lam)
+        wrenches = _dynamics.joint_wrenches(
+            self.tree.model, q_tree, qd_tree, qdd_tree, external
+        )
+        return q_tree, lam, wrenches
 
     def _loop_wrenches(self, q_tree, lam):
         """World wrenches (about the base origin, moment first) of the loop
