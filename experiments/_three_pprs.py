@@ -114,8 +114,11 @@ def io_equations(mech, q, centre, rotation):
     )
 
 
-def _hat(w):
-    return jnp.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+def rotation_matrix(axis, angle):
+    """Rodrigues: the rotation by `angle` (rad) about the unit `axis`, (3, 3)."""
+    k = jnp.asarray(axis, float)
+    kx = jnp.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return jnp.eye(3) + jnp.sin(angle) * kx + (1.0 - jnp.cos(angle)) * kx @ kx
 
 
 def direct_geometry(mech, q, centre, rotation, iterations: int = 30):
@@ -129,10 +132,8 @@ def direct_geometry(mech, q, centre, rotation, iterations: int = 30):
         # q fixed), so B·step = −F is the Newton step.
         centre = centre + step[:3]
         angle = jnp.linalg.norm(step[3:])
-        k = _hat(step[3:] / jnp.where(angle > 0, angle, 1.0))
-        rotation = (
-            jnp.eye(3) + jnp.sin(angle) * k + (1.0 - jnp.cos(angle)) * k @ k
-        ) @ rotation
+        axis = step[3:] / jnp.where(angle > 0, angle, 1.0)
+        rotation = rotation_matrix(axis, angle) @ rotation
     return centre, rotation
 
 

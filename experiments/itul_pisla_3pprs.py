@@ -38,9 +38,9 @@ Checked and printed:
    forces for a translational platform motion", and "the passive joints'
    friction coefficients change the drive forces little".
 
-The forward simulation compiles for about 5 minutes on a 2-core machine
-(12 tree coordinates, 9 reaction-load friction elements; the load coupling is
-solved at every evaluation); the whole script takes about 6 minutes.
+The forward simulation's first call takes about 3 minutes on a 2-core
+machine (12 tree coordinates, 9 reaction-load friction elements; the load
+coupling is solved at every evaluation); the whole script about 4–5 minutes.
 
 Run: ``python experiments/itul_pisla_3pprs.py [SETTINGS.toml]``.
 """
@@ -156,9 +156,8 @@ def direct_geometry_error(mech, traj, times):
         centre = pprs.platform_path(traj, t)
         q, _ = pprs.inverse_geometry(mech, centre, jnp.eye(3))
         tilt = jnp.array([0.03, -0.04, 0.0])
-        k = pprs._hat(tilt / jnp.linalg.norm(tilt))
         angle = jnp.linalg.norm(tilt)
-        start_rot = jnp.eye(3) + jnp.sin(angle) * k + (1 - jnp.cos(angle)) * k @ k
+        start_rot = pprs.rotation_matrix(tilt / angle, angle)
         c, r = pprs.direct_geometry(mech, q, centre + 0.01, start_rot)
         errors.append(
             max(
