@@ -662,6 +662,16 @@ def test_cylindrical_joint():
     np.testing.assert_allclose(
         system.gravity_force(q), [0.0, 2.0 * 9.81], atol=_TOLERANCE
     )
+    # Written the other way round (I on ground): AZ(I, J) = −30°, DZ(I, J, J)
+    # = −0.05 m, and the file's configuration is reproduced.
+    text = _one_joint(
+        "CYLINDRICAL", _marker(20, 2, _rotation(2, angle), (0, 0, rise)), cg
+    ).replace('i_marker_id="20" j_marker_id="10"', 'i_marker_id="10" j_marker_id="20"')
+    reverse = _load_quietly(text)
+    np.testing.assert_allclose(reverse.q0, [-angle, -rise], atol=_TOLERANCE)
+    np.testing.assert_allclose(
+        _world_com(reverse.system, jnp.asarray(reverse.q0))[1], cg, atol=_TOLERANCE
+    )
 
 
 def test_spherical_joint():

@@ -751,7 +751,8 @@ def _load(root: ET.Element, label: str) -> MotionSolveModel:
             # Rotation about, then translation along, the parent-side marker's
             # z axis (MotionSolve's AZ(I, J) and DZ(I, J, J), as for the
             # revolute and translational joints).
-            angle, final = position
+            angle, along = position
+            final = sign * along
             axis = (0.0, 0.0, float(sign))
             inner_joints.append(
                 (f"{jid}.rotation", "revolute", axis, f"{jid}.sleeve", sign * angle)
