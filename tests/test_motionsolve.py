@@ -708,6 +708,18 @@ def test_spherical_joint():
     np.testing.assert_allclose(
         system.gravity_force(q), -axes.T @ np.cross(cg, weight), atol=_TOLERANCE
     )
+    # Written the other way round (I on ground): the angles are J's relative
+    # to I, and the file's configuration is reproduced (the body's frame is
+    # then its J marker).
+    text = _one_joint("SPHERICAL", _marker(20, 2, turn), cg).replace(
+        'i_marker_id="20" j_marker_id="10"', 'i_marker_id="10" j_marker_id="20"'
+    )
+    reverse = _load_quietly(text)
+    q = jnp.asarray(reverse.q0)
+    np.testing.assert_allclose(
+        reverse.system.forward_kinematics(q)[0][2], turn, atol=_TOLERANCE
+    )
+    np.testing.assert_allclose(_world_com(reverse.system, q)[2], cg, atol=_TOLERANCE)
 
 
 def test_cylindrical_and_spherical_joints_are_checked():
