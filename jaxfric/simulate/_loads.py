@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import optimistix as optx
 
 from .._types import Coordinates, SlipVector, Vector
-from ..systems import AbstractSystem
+from ..systems import AbstractSystem, JointReactions
 from ._law import AbstractFrictionLaw
 
 
@@ -73,8 +73,21 @@ def solve_load_coupling(
         acc = acc_net - minv_jt @ friction
         return system.joint_reactions(q, qd, acc, applied, friction)
 
-    base = reactions(like)
-    slope = jax.jacfwd(lambda f: reactions(f).wrench)(like)
+    # One evaluation of the reactions and their linear map: `jacfwd` would
+    # trace the reactions once more for its primal, and a closed chain's
+    # reactions solve its closure (a `while_loop`) each time. `kinds` is
+    # static (strings), so it leaves through this list, not as an output.
+    kinds = []
+
+    def wrench_of(friction):
+        out = reactions(friction)
+        kinds.append(out.kinds)
+        return out.wrench, out.position
+
+    wrench, linear, position = jax.linearize(wrench_of, like, has_aux=True)
+    base = JointReactions(wrench, position, kinds[0])
+    eye = jnp.eye(like.shape[0], dtype=like.dtype)
+    slope = jnp.moveaxis(jax.vmap(linear)(eye), 0, -1)  # (m, 6, m) as `jacfwd`
 
     def law_at(friction):
         return law.at_reactions(base._replace(wrench=base.wrench + slope @ friction))
