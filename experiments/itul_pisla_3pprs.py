@@ -38,9 +38,9 @@ Checked and printed:
    forces for a translational platform motion", and "the passive joints'
    friction coefficients change the drive forces little".
 
-The forward simulation's first call takes about 3 minutes on a 2-core
+The forward simulation's first call takes about 2.5 minutes on a 2-core
 machine (12 tree coordinates, 9 reaction-load friction elements; the load
-coupling is solved at every evaluation); the whole script about 4–5 minutes.
+coupling is solved at every evaluation); the whole script about 3.5 minutes.
 
 Run: ``python experiments/itul_pisla_3pprs.py [SETTINGS.toml]``.
 """
