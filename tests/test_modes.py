@@ -73,19 +73,25 @@ def _choose(mass, jac, fc, fs, net, release_first):
     return jax.vmap(one)(mass, jac, fc, fs, net)
 
 
-def _random_problems(rng, num, m, redundant=0):
+def _random_problems(rng, num, m, redundant=0, ratios=False):
     """`num` random systems with ``m`` coordinates and ``m`` elements (the last
-    `redundant` rows of ``J`` copies of others), kinetic levels and net
-    forces."""
+    `redundant` rows of ``J`` copies of others, scaled by random ratios of
+    either sign, 0.01 to 100 in size, when `ratios`), kinetic levels and net
+    forces; the copied rows and the ratios."""
     a = rng.normal(size=(num, m, m))
     mass = a @ np.swapaxes(a, 1, 2) + m * np.eye(m)
     jac = rng.normal(size=(num, m, m))
     copies = rng.integers(0, m - redundant, size=(num, redundant))
+    scale = np.ones((num, m))
+    if ratios:
+        size = 10.0 ** rng.uniform(-2, 2, size=(num, redundant))
+        scale[:, m - redundant :] = size * rng.choice([-1.0, 1.0], size=size.shape)
     for k in range(redundant):
         jac[:, m - redundant + k] = jac[np.arange(num), copies[:, k]]
-    fc = rng.uniform(0.2, 1.5, size=(num, m))
+    jac = jac * scale[:, :, None]
+    fc = rng.uniform(0.2, 1.5, size=(num, m)) / np.abs(scale)
     net = 2.0 * rng.normal(size=(num, m))
-    return mass, jac, fc, net, copies
+    return mass, jac, fc, net, copies, scale
 
 
 def _run(mass, jac, fc, fs, net, release_first):
@@ -154,7 +160,7 @@ def test_random_coupled_modes_match_brute_force():
     # consistent sets are the box LCP's solutions and the most-stuck one is
     # unique unless degenerate. Both the release iteration with its LCP
     # fallback and the LCP alone must give the brute force's modes.
-    mass, jac, fc, net, _ = _random_problems(np.random.default_rng(3), _NUM, _M)
+    mass, jac, fc, net, *_ = _random_problems(np.random.default_rng(3), _NUM, _M)
     compared = 0
     for release_first in (True, False):
         modes, ok, _, _ = _run(mass, jac, fc, fc, net, release_first)
@@ -178,7 +184,7 @@ def test_static_above_kinetic_modes_are_consistent():
     # The LCP with its kinetic cascade must give consistent modes, mostly the
     # brute force's most-stuck set where that is clear.
     rng = np.random.default_rng(7)
-    mass, jac, fc, net, _ = _random_problems(rng, _NUM, _M)
+    mass, jac, fc, net, *_ = _random_problems(rng, _NUM, _M)
     fs = fc * rng.uniform(1.0, 1.6, size=fc.shape)
     modes, ok, _, _ = _run(mass, jac, fc, fs, net, False)
     assert ok.all()
@@ -191,15 +197,20 @@ def test_static_above_kinetic_modes_are_consistent():
     assert same >= 0.75 * _NUM
 
 
-def test_redundant_elements_modes_and_accelerations():
-    # Two of four elements copy the rows of others (a positive semidefinite
-    # Delassus matrix): forces are not unique, modes and accelerations are.
-    # Reference: the merged problem, copies removed and their limits added to
-    # the original's. A merged element that sticks has all its copies stuck;
-    # one that slips has all slipping its way.
+@pytest.mark.parametrize("ratios", [False, True])
+def test_redundant_elements_modes_and_accelerations(ratios):
+    # Two of four elements copy the rows of others, scaled by a ratio a
+    # (`ratios`: of either sign, 0.01 to 100 in size, as a pinion on a
+    # slider's rack; else 1): a positive semidefinite Delassus matrix, so
+    # forces are not unique, modes and accelerations are. Reference: the
+    # merged problem, copies removed and their limits |a|·fs added to the
+    # original's. A merged element that sticks has all its copies stuck; one
+    # that slips has all slipping its way (times sign(a)).
     rng = np.random.default_rng(11)
     redundant = 2
-    mass, jac, fc, net, copies = _random_problems(rng, _NUM, _M, redundant)
+    mass, jac, fc, net, copies, scale = _random_problems(
+        rng, _NUM, _M, redundant, ratios
+    )
     compared = 0
     for release_first in (True, False):
         modes, ok, friction, acc = _run(mass, jac, fc, fc, net, release_first)
@@ -208,23 +219,80 @@ def test_redundant_elements_modes_and_accelerations():
             group = np.arange(_M)
             group[_M - redundant :] = copies[i]
             keep = np.unique(group)
-            merged = np.array([fc[i][group == g].sum() for g in keep])
+            worth = fc[i] * np.abs(scale[i])  # each limit on its original's row
+            merged = np.array([worth[group == g].sum() for g in keep])
             delassus, free_rate = _delassus(mass[i], jac[i][keep], net[i])
             expected = _brute_force(delassus, free_rate, merged, merged)
             if expected is None:
                 continue
             compared += 1
             np.testing.assert_array_equal(
-                modes[i], expected[np.searchsorted(keep, group)]
+                modes[i], expected[np.searchsorted(keep, group)] * np.sign(scale[i])
             )
             # Accelerations from the merged modes, in NumPy.
             f, _ = _solve_modes(delassus, free_rate, expected, expected * merged)
             ref = np.linalg.solve(mass[i], net[i] - jac[i][keep].T @ f)
             np.testing.assert_allclose(acc[i], ref, atol=_ACC_TOL, rtol=0)
-            # Stick forces inside their own limits (shared in proportion).
+            # Stick forces inside their own limits: a stuck group's members
+            # share its load at one fraction of their limits.
             stuck = modes[i] == 0
-            assert np.all(np.abs(friction[i][stuck]) <= fc[i][stuck] * (1 + 1e-12))
+            share = friction[i] * np.sign(scale[i]) / fc[i]
+            assert np.all(np.abs(share[stuck]) <= 1 + 1e-12)
+            for g in keep[stuck[keep]]:
+                np.testing.assert_allclose(share[group == g], share[g], atol=1e-9)
     assert compared >= 1.5 * _NUM
+
+
+def _least_largest_utilisation(jac, load, limits):
+    """NumPy/SciPy: ``min max_k |f_k|/L_k`` over the stick forces with
+    ``Jᵀ f = load`` (a linear programme in ``(f, t)``)."""
+    from scipy.optimize import linprog
+
+    m, n = jac.shape
+    cost = np.r_[np.zeros(m), 1.0]
+    # |f_k| <= t L_k as two inequalities per element.
+    rows = np.block([[np.eye(m), -limits[:, None]], [-np.eye(m), -limits[:, None]]])
+    out = linprog(
+        cost, A_ub=rows, b_ub=np.zeros(2 * m), A_eq=np.c_[jac.T, np.zeros(n)],
+        b_eq=load, bounds=[(None, None)] * m + [(0, None)], method="highs",
+    )  # fmt: skip
+    assert out.status == 0
+    return out.x[-1]
+
+
+def test_redundant_elements_coupled_through_several_coordinates():
+    # Three elements on two coordinates, rows (1, 0), (0, 1) and (a, b): the
+    # stick forces have a one-dimensional family, which no fixed weighting of
+    # the least-norm split keeps inside the limits whenever some member is
+    # (Lawson's iteration in `psd_solve` finds it). At rest under a constant
+    # load: all three stuck exactly when the least largest utilisation over
+    # that family (a linear programme, SciPy) is below 1.
+    rng = np.random.default_rng(21)
+    num = 48
+    mass = np.broadcast_to(np.eye(2), (num, 2, 2))
+    jac = np.zeros((num, 3, 2))
+    jac[:, 0, 0] = jac[:, 1, 1] = 1.0
+    jac[:, 2] = rng.uniform(0.2, 2.0, size=(num, 2)) * rng.choice([-1, 1], (num, 2))
+    fs = rng.uniform(0.2, 1.5, size=(num, 3))
+    net = rng.normal(size=(num, 2))
+    best = np.array(
+        [
+            _least_largest_utilisation(j, load, limits)
+            for j, load, limits in zip(jac, net, fs, strict=True)
+        ]
+    )
+    # Scale each load so its least largest utilisation is 0.97 or 1.03.
+    target = np.where(np.arange(num) % 2 == 0, 0.97, 1.03)
+    net = net * (target / best)[:, None]
+    modes, ok, friction, acc = _run(mass, jac, fs, fs, net, True)
+    assert ok.all()
+    held = target < 1
+    assert np.all(modes[held] == 0)
+    np.testing.assert_array_equal(acc[held], 0.0)
+    assert np.all(np.abs(friction[held]) <= fs[held] * (1 + 1e-9))
+    generalised = np.einsum("bk,bkn->bn", friction[held], jac[held])
+    np.testing.assert_allclose(generalised, net[held], atol=1e-12)
+    assert np.all(np.any(modes[~held] != 0, axis=1))
 
 
 def test_many_elements_consistency_certificate():
@@ -233,7 +301,7 @@ def test_many_elements_consistency_certificate():
     # returned modes), with static limits equal to and above the kinetic ones.
     rng = np.random.default_rng(12)
     num, m = 8, 12
-    mass, jac, fc, net, _ = _random_problems(rng, num, m)
+    mass, jac, fc, net, *_ = _random_problems(rng, num, m)
     fs = fc * rng.uniform(1.0, 1.3, size=fc.shape)
     for static in (fc, fs):
         modes, ok, _, _ = _run(mass, jac, fc, static, net, False)
@@ -249,9 +317,12 @@ def test_many_elements_consistency_certificate():
 
 
 class _TwoOnOne(jf.systems.AbstractSystem):
-    """A unit mass on a unit spring with two friction elements on its velocity
-    (``J = [[1], [1]]``: a singular Delassus matrix when both stick)."""
+    """A unit mass on a unit spring with two friction elements on its velocity,
+    the second through a ratio ``a`` (``J = [[1], [a]]``: a slider and a
+    pinion of radius ``1/a`` on its rack; a singular Delassus matrix when
+    both stick)."""
 
+    ratio: jax.Array
     n_dof: ClassVar[int] = 1
     n_friction: ClassVar[int] = 2
 
@@ -262,7 +333,7 @@ class _TwoOnOne(jf.systems.AbstractSystem):
         return q
 
     def friction_jacobian(self, q):
-        return jnp.ones((2, 1))
+        return jnp.stack([jnp.ones(1), self.ratio[None]])
 
     def friction_jacobian_dot_qd(self, q, qd):
         return jnp.zeros(2)
@@ -274,9 +345,9 @@ _TS = jnp.linspace(0.0, _T1, 161)
 
 
 @jax.jit
-def _two_on_one(fc, fs, amplitude):
+def _two_on_one_jit(fc, fs, amplitude, ratio):
     return jf.simulate(
-        _TwoOnOne(),
+        _TwoOnOne(ratio),
         jf.Coulomb(fc, fs),
         q0=jnp.zeros(1),
         qd0=jnp.zeros(1),
@@ -286,6 +357,11 @@ def _two_on_one(fc, fs, amplitude):
         max_events=20,
         throw=False,
     )
+
+
+def _two_on_one(fc, fs, amplitude, ratio=1.0):
+    # The ratio as an array: one compilation for every ratio.
+    return _two_on_one_jit(fc, fs, amplitude, jnp.asarray(ratio, jnp.float64))
 
 
 def _slip_forward(t, t0, amplitude, level):
@@ -338,3 +414,33 @@ def test_two_elements_on_one_coordinate(kinetic):
         np.asarray(sol.friction)[slipping],
         kinetic * np.broadcast_to(fs, (slipping.sum(), 2)),
     )
+
+
+@pytest.mark.parametrize("kinetic", [1.0, 0.8])
+@pytest.mark.parametrize("ratio", [0.01, -50.0])
+def test_redundant_elements_with_unequal_ratios(ratio, kinetic):
+    # The pinion's limit is worth 1.0 on the slider's coordinate (1/|a|, in
+    # its own unit): the pair holds the load up to 0.5 + 1.0 = 1.5 together
+    # and must move exactly like the ratio-1 pair above. Splitting the stuck
+    # load by the plain limits put the pinion at |a|·(its share) and released
+    # it alone: both ratios spent `max_events` at a false breakaway (0.52 s
+    # and 1.06 s instead of 1.70 s).
+    fs = jnp.array([0.5, 1.0 / abs(ratio)])
+    sol = _two_on_one(kinetic * fs, fs, 2.0, ratio)
+    ref = _two_on_one(kinetic * jnp.array([0.5, 1.0]), jnp.array([0.5, 1.0]), 2.0)
+    assert sol.result == jf.RESULTS.successful
+    breakaway = np.arcsin(1.5 / 2.0) / _OMEGA
+    assert abs(float(sol.event_times[0]) - breakaway) < _EVENT_TOL
+    np.testing.assert_allclose(np.asarray(sol.q), np.asarray(ref.q), atol=1e-12)
+    stuck_modes = np.asarray(sol.modes) == 0
+    np.testing.assert_array_equal(stuck_modes, np.asarray(ref.modes) == 0)
+    # While stuck: the generalised friction is the load, and both elements
+    # are at the same fraction of their limits.
+    ts, modes = np.asarray(_TS), np.asarray(sol.modes)
+    stuck = (ts < breakaway) & np.all(modes == 0, axis=1)
+    friction = np.asarray(sol.friction)[stuck]
+    load = 2.0 * np.sin(_OMEGA * ts[stuck])
+    np.testing.assert_allclose(friction @ np.array([1.0, ratio]), load, atol=1e-12)
+    share = friction * np.array([1.0, np.sign(ratio)]) / np.asarray(fs)
+    np.testing.assert_allclose(share[:, 0], share[:, 1], atol=1e-12)
+    assert np.all(np.abs(share) <= 1 + 1e-12)
