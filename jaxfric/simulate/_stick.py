@@ -200,30 +200,35 @@ def psd_solve(
         # The null vectors of the zero pivots: columns of upper⁻¹ diag(singular).
         null = _upper_solve(upper, jnp.diag(singular.astype(a.dtype)))
 
-        def project(inverse_weights):
+        def project(inverse_weights, x, null):
             scaled = null * inverse_weights[:, None]
             gram = null.T @ scaled + jnp.diag((~singular).astype(a.dtype))
             factor = jax.scipy.linalg.cho_factor(gram)
             return x - null @ jax.scipy.linalg.cho_solve(factor, scaled.T @ x)
 
-        x_w = project(1.0 / weights)
         if limits is None or x.ndim > 1:
-            return x_w
+            return project(1.0 / weights, x, null)
+        # Lawson's factors are chosen without derivatives (the split of
+        # redundant forces is a choice; a loop differentiated step by step
+        # made gradient programs much longer to compile), and the split is
+        # then differentiated at them.
+        x_c, null_c, weights_c, limits_c = jax.lax.stop_gradient(
+            (x, null, weights, limits)
+        )
 
-        def lawson(_, carry):
+        def lawson(_, factor):
             # Lawson's iteration: reweight each element by its utilisation;
             # elements whose factors reach the floor together keep the ratio
             # of `weights` (their split, where they are not the most used).
-            x, factor = carry
-            used = factor * jnp.abs(x) / limits
+            split = project(factor / weights_c, x_c, null_c)
+            used = factor * jnp.abs(split) / limits_c
             top = jnp.max(used)
             # No load (x = 0): nothing to balance.
             used = jnp.where(top > 0, used / jnp.where(top > 0, top, 1.0), factor)
-            factor = jnp.maximum(used, _LAWSON_FLOOR)
-            return project(factor / weights), factor
+            return jnp.maximum(used, _LAWSON_FLOOR)
 
-        factor = jnp.ones_like(weights)
-        return jax.lax.fori_loop(0, _LAWSON_STEPS, lawson, (x_w, factor))[0]
+        factor = jax.lax.fori_loop(0, _LAWSON_STEPS, lawson, jnp.ones_like(weights_c))
+        return project(factor / weights, x, null)
 
     # Only when some member of a batch needs it (under `vmap` a batched
     # predicate would run it for all).
