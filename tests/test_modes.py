@@ -444,3 +444,73 @@ def test_redundant_elements_with_unequal_ratios(ratio, kinetic):
     share = friction * np.array([1.0, np.sign(ratio)]) / np.asarray(fs)
     np.testing.assert_allclose(share[:, 0], share[:, 1], atol=1e-12)
     assert np.all(np.abs(share) <= 1 + 1e-12)
+
+
+class _ThreeOnTwo(jf.systems.AbstractSystem):
+    """Two unit masses on unit springs, with friction elements on ``ẋ1``,
+    ``ẋ2`` and ``a ẋ1 + b ẋ2`` (`row`)."""
+
+    row: jax.Array
+    n_dof: ClassVar[int] = 2
+    n_friction: ClassVar[int] = 3
+
+    def mass_matrix(self, q):
+        return jnp.eye(2)
+
+    def bias_force(self, q, qd):
+        return q
+
+    def friction_jacobian(self, q):
+        return jnp.concatenate([jnp.eye(2), self.row[None]])
+
+    def friction_jacobian_dot_qd(self, q, qd):
+        return jnp.zeros(3)
+
+
+class _Ramp(jf.forces.AbstractStatelessForce):
+    rate: jax.Array
+
+    def __call__(self, t, q, qd):
+        return self.rate * t
+
+
+@jax.jit
+@jax.vmap
+def _three_on_two(row, fs, rate):
+    return jf.simulate(
+        _ThreeOnTwo(row),
+        jf.Coulomb(fs, fs),
+        q0=jnp.zeros(2),
+        qd0=jnp.zeros(2),
+        t1=3.0,
+        force=_Ramp(rate),
+        ts=jnp.linspace(0.0, 3.0, 31),
+        max_events=16,
+        throw=False,
+    )
+
+
+def test_coupled_redundant_elements_break_away_at_the_least_largest_utilisation():
+    # At rest under the load r·t the three stuck elements hold exactly until
+    # t* = 1/ρ, ρ the least largest utilisation of the load r (a linear
+    # programme, SciPy): the breakaway event at t*, the state bit still before.
+    rng = np.random.default_rng(0)
+    num = 6
+    rows = rng.uniform(0.2, 2.0, (num, 2)) * rng.choice([-1, 1], (num, 2))
+    fs = rng.uniform(0.2, 1.5, (num, 3))
+    rates = rng.normal(size=(num, 2))
+    jacs = np.concatenate([np.broadcast_to(np.eye(2), (num, 2, 2)), rows[:, None]], 1)
+    best = np.array(
+        [
+            _least_largest_utilisation(j, r, s)
+            for j, r, s in zip(jacs, rates, fs, strict=True)
+        ]
+    )
+    breakaway = rng.uniform(0.5, 2.5, num)
+    rates = rates / (best * breakaway)[:, None]
+    sol = _three_on_two(*map(jnp.asarray, (rows, fs, rates)))
+    assert np.all(sol.result == jf.RESULTS.successful)
+    np.testing.assert_allclose(np.asarray(sol.event_times[:, 0]), breakaway, atol=1e-9)
+    ts, q = np.asarray(sol.ts), np.asarray(sol.q)
+    before = ts < breakaway[:, None]
+    assert before.sum() > num and np.all(q[before] == 0.0)
