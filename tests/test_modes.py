@@ -7,7 +7,6 @@ larger ``m``, and closed forms for two elements on one coordinate.
 """
 
 import itertools
-from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -316,27 +315,30 @@ def test_many_elements_consistency_certificate():
 # --- two elements on one coordinate of an oscillator, end to end ---
 
 
-class _TwoOnOne(jf.systems.AbstractSystem):
-    """A unit mass on a unit spring with two friction elements on its velocity,
-    the second through a ratio ``a`` (``J = [[1], [a]]``: a slider and a
-    pinion of radius ``1/a`` on its rack; a singular Delassus matrix when
-    both stick)."""
+class _OnSprings(jf.systems.AbstractSystem):
+    """Unit masses on unit springs (``q̈ = τ − q − Jᵀ f``) with friction rows
+    `jac`: ``[[1], [a]]`` is a slider and a pinion of radius ``1/a`` on its
+    rack, a singular Delassus matrix when both stick."""
 
-    ratio: jax.Array
-    n_dof: ClassVar[int] = 1
-    n_friction: ClassVar[int] = 2
+    jac: jax.Array
+    n_dof: int = eqx.field(static=True)
+    n_friction: int = eqx.field(static=True)
+
+    def __init__(self, jac):
+        self.jac = jac
+        self.n_friction, self.n_dof = jac.shape
 
     def mass_matrix(self, q):
-        return jnp.ones((1, 1))
+        return jnp.eye(self.n_dof)
 
     def bias_force(self, q, qd):
         return q
 
     def friction_jacobian(self, q):
-        return jnp.stack([jnp.ones(1), self.ratio[None]])
+        return self.jac
 
     def friction_jacobian_dot_qd(self, q, qd):
-        return jnp.zeros(2)
+        return jnp.zeros(self.n_friction)
 
 
 _OMEGA = 0.5
@@ -347,7 +349,7 @@ _TS = jnp.linspace(0.0, _T1, 161)
 @jax.jit
 def _two_on_one_jit(fc, fs, amplitude, ratio):
     return jf.simulate(
-        _TwoOnOne(ratio),
+        _OnSprings(jnp.stack([jnp.ones(1), ratio[None]])),
         jf.Coulomb(fc, fs),
         q0=jnp.zeros(1),
         qd0=jnp.zeros(1),
@@ -446,27 +448,6 @@ def test_redundant_elements_with_unequal_ratios(ratio, kinetic):
     assert np.all(np.abs(share) <= 1 + 1e-12)
 
 
-class _ThreeOnTwo(jf.systems.AbstractSystem):
-    """Two unit masses on unit springs, with friction elements on ``ẋ1``,
-    ``ẋ2`` and ``a ẋ1 + b ẋ2`` (`row`)."""
-
-    row: jax.Array
-    n_dof: ClassVar[int] = 2
-    n_friction: ClassVar[int] = 3
-
-    def mass_matrix(self, q):
-        return jnp.eye(2)
-
-    def bias_force(self, q, qd):
-        return q
-
-    def friction_jacobian(self, q):
-        return jnp.concatenate([jnp.eye(2), self.row[None]])
-
-    def friction_jacobian_dot_qd(self, q, qd):
-        return jnp.zeros(3)
-
-
 class _Ramp(jf.forces.AbstractStatelessForce):
     rate: jax.Array
 
@@ -478,7 +459,7 @@ class _Ramp(jf.forces.AbstractStatelessForce):
 @jax.vmap
 def _three_on_two(row, fs, rate):
     return jf.simulate(
-        _ThreeOnTwo(row),
+        _OnSprings(jnp.concatenate([jnp.eye(2), row[None]])),
         jf.Coulomb(fs, fs),
         q0=jnp.zeros(2),
         qd0=jnp.zeros(2),
