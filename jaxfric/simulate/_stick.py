@@ -511,10 +511,12 @@ def split_weights(scale: SlipVector, delassus: jax.Array) -> SlipVector:
     ``f_k ∝ sign(a_k) L_k``: every one at the same fraction of its limit
     (least ``max_k |f_k|/L_k``), so the stuck set holds up to the load
     ``Σ |a_k| L_k`` that their limits hold together. The plain limits as
-    weights are right only when every ``|a_k|`` is equal; with ``a = 100`` the
-    pinion reached its limit at 1/100 of its share and broke away alone, the
-    mechanism too early. Invariant under a change of any element's force
-    unit. An element with a zero row (no Delassus diagonal) keeps ``L_k``.
+    weights are right only when every ``|a_k|`` is equal: with ``a = 0.01``
+    or ``50`` the pinion reached its limit first, broke away alone, and the
+    run spent its events at that false breakaway (0.52 s or 1.06 s instead of
+    1.70 s, `tests/test_modes.py`). Invariant under a change of any element's
+    force unit. An element with a zero row (no Delassus diagonal) keeps
+    ``L_k``.
     """
     diagonal = jnp.abs(jnp.diagonal(delassus))
     return scale / jnp.sqrt(jnp.where(diagonal > 0, diagonal, 1.0))
