@@ -145,7 +145,6 @@ def _unrolled_psd_solve(a: jax.Array, b: jax.Array, tol: float | None):
 def psd_solve(
     a: jax.Array,
     b: jax.Array,
-    weights: jax.Array | None = None,
     least_norm: bool = True,
     limits: jax.Array | None = None,
 ) -> jax.Array:
@@ -155,17 +154,18 @@ def psd_solve(
     For a definite ``a`` this is `small_solve` (the same arithmetic up to
     ``n = 8``). A singular ``a`` (redundant friction elements: dependent rows
     of ``J_S``, e.g. two elements on one coordinate) has many solutions; this
-    returns the one of least weighted norm ``Σ x_k² / w_k``. With
-    `split_weights` as weights, elements whose rows are multiples of one
-    another share their load at one fraction of their limits, so they reach
-    them together, at the load their limits hold together. With `limits`,
-    Lawson's iteration (Lawson 1961; Rice & Usow 1968) then reweights that
-    split towards the least largest utilisation ``max_k |x_k| / L_k``
-    (100 steps), for elements coupled through several coordinates, where
-    no fixed weighting keeps every force inside its limit whenever some
-    split would: measured on 24 random three-element, two-coordinate cases
-    loaded to 97 % of the least largest utilisation (a linear programme),
-    21 released an element without it, none with it; at 99 %, one did.
+    returns the one of least weighted norm ``Σ x_k² / w_k``: ``w = 1``, or
+    with `limits` the `split_weights` of ``a``'s diagonal, so that elements
+    whose rows are multiples of one another share their load at one
+    fraction of their limits and reach them together, at the load their
+    limits hold together. Lawson's iteration (Lawson 1961; Rice & Usow 1968)
+    then reweights that split towards the least largest utilisation
+    ``max_k |x_k| / L_k`` (100 steps), for elements coupled through several
+    coordinates, where no fixed weighting keeps every force inside its
+    limit whenever some split would: measured on 24 random three-element,
+    two-coordinate cases loaded to 97 % of the least largest utilisation (a
+    linear programme), 21 released an element without it, none with it; at
+    99 %, one did.
     Zero pivots are those below ``max(1e-10, 1000·eps)`` of their diagonal
     entry; the least-norm correction runs only when some (batch member's)
     matrix has one.
@@ -173,14 +173,13 @@ def psd_solve(
     Args:
         a: symmetric positive semidefinite, shape ``(n, n)``.
         b: right-hand side(s), in the range of ``a``.
-        weights: positive weights ``w`` (default ones), shape ``(n,)``.
         least_norm: False: a basic solution (zero-pivot unknowns zero), no
             correction, for callers that need only ``a``'s image of ``x``
             (the accelerations); the correction's conditional at every such
             site made each switch-path compile 20–45 % longer.
         limits: positive limits ``L`` of a vector ``x`` (the static friction
-            limits): Lawson's iteration after the least-norm split; default
-            none.
+            limits): the least-norm split weighted by `split_weights`, then
+            Lawson's iteration; default none (weights one).
 
     Returns:
         ``x`` with the shape of ``b``.
@@ -194,7 +193,11 @@ def psd_solve(
         x, upper, singular = _unrolled_psd_solve(a, b, tol)
     if not least_norm:
         return x
-    weights = jnp.ones(n, a.dtype) if weights is None else weights
+    if limits is None:
+        weights = jnp.ones(n, a.dtype)
+    else:
+        # The masked rows of `masked_solve` have unit diagonals and x = 0.
+        weights = split_weights(limits, a)
 
     def least_norm(x):
         # The null vectors of the zero pivots: columns of upper⁻¹ diag(singular).
@@ -244,7 +247,6 @@ def masked_solve(
     matrix: jax.Array,
     rhs: jax.Array,
     mask: jax.Array,
-    weights: jax.Array | None = None,
     least_norm: bool = True,
     limits: jax.Array | None = None,
 ) -> jax.Array:
@@ -259,7 +261,7 @@ def masked_solve(
     eye = jnp.eye(mask.shape[0], dtype=matrix.dtype)
     rows = mask if rhs.ndim == 1 else mask[:, None]
     matrix, rhs = jnp.where(both, matrix, eye), jnp.where(rows, rhs, 0.0)
-    return psd_solve(matrix, rhs, weights, least_norm, limits)
+    return psd_solve(matrix, rhs, least_norm, limits)
 
 
 def free_acceleration(
@@ -313,7 +315,6 @@ def solve_stick(
     slip_friction: SlipVector,
     stuck: jax.Array,
     parts: StickParts | None = None,
-    weights: SlipVector | None = None,
     split: bool = True,
     limits: SlipVector | None = None,
 ) -> tuple[SlipVector, Vector]:
@@ -339,8 +340,6 @@ def solve_stick(
         stuck: boolean mask of stuck elements, shape ``(m,)``.
         parts: `stick_parts` of this state, when several mode sets are tried
             at one state (computed here otherwise).
-        weights: positive weights of the stick forces' least-norm choice when
-            the stuck block is singular (default ones; `split_weights`).
         split: False: any stick forces that hold the stuck elements (the
             accelerations are the same), for the segment vector field.
 
@@ -353,7 +352,7 @@ def solve_stick(
     f_slip = jnp.where(stuck, 0.0, slip_friction)
     acc_free = parts.acc_net - parts.minv_jt @ f_slip
     rhs = parts.jac @ acc_free + parts.jdot_qd
-    f_stick = masked_solve(parts.delassus, rhs, stuck, weights, split, limits)
+    f_stick = masked_solve(parts.delassus, rhs, stuck, split, limits)
     friction = jnp.where(stuck, f_stick, f_slip)
     acc = acc_free - parts.minv_jt @ jnp.where(stuck, f_stick, 0.0)
     return friction, acc
@@ -470,10 +469,7 @@ def _at_modes(system, law, q, qd, net, modes, split, dynamics, parts, reference)
     def solve(law_at):
         f_slip = law_at.slip_force(slip, direction)
         scale = limit_scale(law_at, slip)[2]
-        weights = split_weights(scale, parts.delassus)
-        return solve_stick(
-            system, q, qd, net, f_slip, stuck, parts, weights, split, scale
-        )
+        return solve_stick(system, q, qd, net, f_slip, stuck, parts, split, scale)
 
     if not law.load_dependent:
         return solve, law, None
@@ -646,7 +642,6 @@ def consistent_modes(
         )[2]
     # Relative violation, so elements with different force scales compare.
     limit_pos, limit_neg, scale = limit_scale(law0, slip)
-    weights = split_weights(scale, parts.delassus)
     index = jnp.arange(modes.shape[0])
     # Slip accelerations against the slip direction smaller than this are
     # rounding (e.g. a breakaway with static = kinetic level releases at zero
@@ -665,7 +660,7 @@ def consistent_modes(
         else:
             f_slip = law.slip_force(slip, direction)
             friction, acc = solve_stick(
-                system, q, qd, net, f_slip, stuck, parts, weights, limits=scale
+                system, q, qd, net, f_slip, stuck, parts, limits=scale
             )
             upper, lower, size = limit_pos, limit_neg, scale
         rate = parts.jac @ acc + parts.jdot_qd
@@ -877,7 +872,7 @@ def isotropic_modes(
 
     def rates(f_slip, stuck):
         friction, acc = solve_stick(
-            system, q, qd, net, f_slip, stuck, parts, weights, split=False
+            system, q, qd, net, f_slip, stuck, parts, split=False
         )
         return friction, parts.jac @ acc + parts.jdot_qd
 
