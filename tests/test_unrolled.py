@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxfric as jf
 from jaxfric.simulate._unrolled import UnrolledERK, for_backend
 
 
@@ -93,8 +94,9 @@ def test_unrolled_gradient_and_vmap_match_diffrax():
     np.testing.assert_allclose(np.asarray(vmapped), np.asarray(looped), atol=1e-13)
 
 
-def test_for_backend_wraps_explicit_rk_on_cpu_only():
-    assert jax.default_backend() == "cpu"
+def test_for_backend_wraps_explicit_rk_on_cpu_only(monkeypatch):
+    if jax.default_backend() != "cpu":
+        monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
     reverse = diffrax.RecursiveCheckpointAdjoint()
     for solver in (diffrax.Tsit5(), diffrax.Dopri8()):
         wrapped = for_backend(solver, reverse)
@@ -105,6 +107,34 @@ def test_for_backend_wraps_explicit_rk_on_cpu_only():
     assert direct.solver.scan_kind == "bounded"
     for solver in (diffrax.Kvaerno5(), diffrax.Euler()):
         assert for_backend(solver, reverse) is solver
+
+
+def test_gpu_solver_path_differentiates_in_forward_mode(monkeypatch):
+    # On a GPU `for_backend` keeps diffrax's own Runge–Kutta step inside the
+    # event guard, where diffrax's adjoint no longer sets its stage loop: with
+    # the checkpointed default, `jax.jacfwd` with `ForwardMode` failed on an
+    # H200. The GPU's choice, run here on the CPU, against central differences.
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    forward = diffrax.ForwardMode()
+    solver = for_backend(diffrax.Tsit5(), forward)
+    assert type(solver) is diffrax.Tsit5 and solver.scan_kind == "lax"
+    assert for_backend(diffrax.Tsit5(), diffrax.DirectAdjoint()).scan_kind == "bounded"
+    system = jf.systems.Oscillator(mass=1.0, stiffness=1.0)
+
+    def final(p):
+        force = jf.forces.Sine(p[2], 2.0)
+        sol = jf.simulate(
+            system, jf.Coulomb(p[0]), p[1], 0.0, 10.0, force=force, adjoint=forward
+        )
+        return jnp.stack([sol.q[-1, 0], sol.event_times[0]])
+
+    params = jnp.array([1.0, 0.0, 1.5])
+    jac = np.asarray(jax.jacfwd(final)(params))
+    h = 1e-6
+    central = [
+        (final(params + h * e) - final(params - h * e)) / (2 * h) for e in np.eye(3)
+    ]
+    np.testing.assert_allclose(jac, np.stack(central, axis=1), rtol=1e-8, atol=1e-9)
 
 
 def test_unrolled_forward_mode_matches_reverse_mode():

@@ -161,6 +161,13 @@ def simulate(
         if "forward-mode" not in str(e) or "custom_vjp" not in str(e):
             raise
         adjoint_name = type(options.adjoint or DEFAULTS["adjoint"]).__name__
+        if adjoint_name == "ForwardMode":
+            raise TypeError(
+                "`simulate` was differentiated in forward mode with "
+                "`adjoint=diffrax.ForwardMode()`, yet a loop inside supports "
+                "reverse mode only: a bug in jaxfric (the solver's loops are "
+                "chosen for the adjoint in `for_backend`); please report it."
+            ) from e
         raise TypeError(
             "`simulate` was differentiated in forward mode (`jax.jvp`, "
             f"`jax.jacfwd`), but its adjoint `diffrax.{adjoint_name}` supports "

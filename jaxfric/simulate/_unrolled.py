@@ -173,12 +173,26 @@ def for_backend(
     for a diffrax explicit Runge–Kutta solver with an error estimate when JAX's
     default backend is the CPU, else `solver` itself.
 
-    The derivative of `UnrolledERK` is the wrapped solver's, whose stage loop
-    diffrax's adjoints set for their mode (its ``scan_kind``: a checkpointed
-    loop, reverse mode only, by default; a plain loop for `ForwardMode`; a
-    bounded one for `DirectAdjoint`); that is done here, as the adjoint no
-    longer sees the Runge–Kutta solver inside the wrapper.
+    Either way the Runge–Kutta solver's stage loop is set here for the
+    adjoint's mode (its ``scan_kind``: a checkpointed loop, reverse mode only,
+    by default; a plain loop for `ForwardMode`; a bounded one for
+    `DirectAdjoint`), as diffrax's adjoints do: they no longer see the solver
+    inside `UnrolledERK` or the paths' event guard (`DipGuard`). Left to the
+    adjoint, a GPU run differentiated in forward mode met the checkpointed
+    loop's `custom_vjp` (measured on an H200: `jax.jacfwd` with
+    `adjoint=diffrax.ForwardMode()` failed).
     """
+    if isinstance(adjoint, diffrax.ForwardMode):
+        kind = "lax"
+    elif isinstance(adjoint, diffrax.DirectAdjoint):
+        kind = "bounded"
+    else:
+        kind = None
+    rk = isinstance(solver, diffrax.AbstractRungeKutta)
+    if rk and solver.scan_kind is None and kind is not None:
+        solver = eqx.tree_at(
+            lambda s: s.scan_kind, solver, kind, is_leaf=lambda x: x is None
+        )
     if not (
         jax.default_backend() == "cpu"
         and isinstance(solver, diffrax.AbstractERK)
@@ -186,14 +200,4 @@ def for_backend(
         and solver.tableau.b_error is not None
     ):
         return solver
-    if solver.scan_kind is None:
-        if isinstance(adjoint, diffrax.ForwardMode):
-            kind = "lax"
-        elif isinstance(adjoint, diffrax.DirectAdjoint):
-            kind = "bounded"
-        else:
-            kind = None
-        solver = eqx.tree_at(
-            lambda s: s.scan_kind, solver, kind, is_leaf=lambda x: x is None
-        )
     return UnrolledERK(solver)
