@@ -308,3 +308,21 @@ def test_automatic_independent_choice_and_unreachable_configuration(chain):
         assert rocker.configuration_status(jnp.array([angle])) == expected, angle
     auto = ClosedChain(tree, [loop], q_guess=chain.q_guess)
     assert len(auto.independent) == 1
+
+
+def test_vmapped_simulation_calls_no_lapack(chain):
+    # Under `vmap` on a CPU, jnp.linalg's LAPACK custom calls split the batch
+    # over XLA's thread pool; two side by side deadlocked (a batch of 256 3-RPS
+    # runs hung on 2 cores, jaxlib 0.10.2: `jaxfric/_linalg.py`). The whole
+    # program of a batch with reaction-load friction (stick solves, closure,
+    # loop multipliers, the stop's configuration status) has none.
+    law = jf.JointFriction(0.2, 0.15, loads=(jf.RevoluteLoad(pin_radius=0.01),))
+
+    def run(rate):
+        return jf.simulate(
+            chain, law, q0=jnp.array([THETA0]), qd0=jnp.zeros(1), t1=1.0,
+            force=lambda t, q, qd: jnp.reshape(rate * t, (1,)), num_save=3,
+        )  # fmt: skip
+
+    hlo = jax.jit(jax.vmap(run)).lower(jnp.ones(4)).as_text()
+    assert "while" in hlo and "lapack" not in hlo.lower()

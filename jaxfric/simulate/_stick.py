@@ -14,6 +14,13 @@ import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 
+from .._linalg import (
+    UNROLL_MAX,
+    eliminate,
+    spd_solve,
+    unrolled_eliminate,
+    upper_solve,
+)
 from .._math import block_dot, block_norm
 from .._types import Coordinates, Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
@@ -28,118 +35,10 @@ STICK = 0
 _LCP_RTOL = 1e-13
 _LCP_MAX_SWEEPS = 2000
 _LCP_FORCE_TOL = 1e-9
-# Up to this size linear solves are unrolled: under `vmap` XLA on CPU calls
-# LAPACK once per batch member for tiny matrices, which dominated run time
-# (same results unrolled; timing in README, Performance).
-_UNROLL_MAX = 8
 # Lawson's iteration towards the least largest utilisation of redundant stick
 # forces (`psd_solve` with `limits`): steps, and the smallest relative weight.
 _LAWSON_STEPS = 100
 _LAWSON_FLOOR = 1e-6
-
-
-def small_solve(a: jax.Array, b: jax.Array) -> jax.Array:
-    """Solve ``a x = b`` for a symmetric positive definite ``a`` (``b`` of shape
-    ``(n,)`` or ``(n, k)``).
-
-    Used for the mass matrix ``M``; Delassus blocks ``J_S M⁻¹ J_Sᵀ`` and Gram
-    matrices ``J_S J_Sᵀ``, which are singular for redundant elements, go
-    through `psd_solve` (the same elimination where they are definite). For
-    SPD matrices Gaussian elimination without pivoting is backward stable
-    (growth factor 1, Wilkinson 1961), so for ``n <= 8`` it is unrolled over
-    the entries as scalars: no gathers or in-place updates, which under `vmap`
-    on CPU cost more than the arithmetic. A singular ``a`` gives non-finite
-    entries, as with pivoting; `jnp.linalg.solve` above ``n = 8``.
-    """
-    n = a.shape[0]
-    if n > _UNROLL_MAX:
-        return jnp.linalg.solve(a, b)
-    return _unrolled_psd_solve(a, b, None)[0]
-
-
-def _upper_solve(upper: jax.Array, rhs: jax.Array) -> jax.Array:
-    """``upper⁻¹ rhs`` for an upper triangular ``upper``."""
-    return jax.scipy.linalg.solve_triangular(upper, rhs, lower=False)
-
-
-def _eliminate(a: jax.Array, b: jax.Array, tol: float):
-    """Gaussian elimination without pivoting of a symmetric positive
-    semidefinite ``a`` that skips zero pivots.
-
-    In a semidefinite matrix a zero pivot has a zero row and column in its
-    Schur complement: the row is a combination of the rows before it. Its
-    column is not eliminated and its unknown is set to zero, which for a
-    consistent ``b`` gives a solution (a basic one). Returns ``(upper, rhs,
-    singular)``: the eliminated upper triangle with identity rows at the zero
-    pivots, the eliminated right-hand side (zero there) and the mask of zero
-    pivots; ``upper⁻¹ rhs`` is the solution and ``upper⁻¹ e_k`` the null
-    vector of zero pivot ``k``. A loop: for the solves that are not unrolled.
-    """
-    n = a.shape[0]
-    index = jnp.arange(n)
-    diag = jnp.diagonal(a)
-
-    def step(k, carry):
-        a, b, singular = carry
-        pivot = a[k, k]
-        zero = pivot <= tol * diag[k]
-        factor = jnp.where((index > k) & ~zero, a[:, k] / jnp.where(zero, 1, pivot), 0)
-        a = a - factor[:, None] * a[k][None, :]
-        b = b - factor[:, None] * b[k][None, :]
-        return a, b, singular.at[k].set(zero)
-
-    b2 = b if b.ndim == 2 else b[:, None]
-    a, b2, singular = jax.lax.fori_loop(0, n, step, (a, b2, jnp.zeros(n, bool)))
-    upper = jnp.where(singular[:, None], jnp.eye(n, dtype=a.dtype), jnp.triu(a))
-    b2 = jnp.where(singular[:, None], 0.0, b2)
-    return upper, (b2 if b.ndim == 2 else b2[:, 0]), singular
-
-
-def _unrolled_psd_solve(a: jax.Array, b: jax.Array, tol: float | None):
-    """Gaussian elimination without pivoting unrolled over the entries as
-    scalars (`small_solve`), skipping zero pivots as `_eliminate` does unless
-    `tol` is None: bit for bit the plain elimination where no pivot is zero.
-    Returns ``(x, upper, singular)``, ``upper`` as in `_eliminate` (`tol` None:
-    only ``x`` is meaningful)."""
-    n = a.shape[0]
-    rows = [[a[i, j] for j in range(n)] for i in range(n)]
-    rhs = [b[i] for i in range(n)]
-    zeros, pivots = [], []
-    for k in range(n):
-        if tol is None:
-            zero, pivot = False, rows[k][k]
-        else:
-            zero = rows[k][k] <= tol * a[k, k]
-            pivot = jnp.where(zero, 1.0, rows[k][k])
-        zeros.append(zero)
-        pivots.append(pivot)
-        for i in range(k + 1, n):
-            factor = rows[i][k] / pivot
-            if tol is not None:
-                factor = jnp.where(zero, 0.0, factor)
-            for j in range(k + 1, n):
-                rows[i][j] = rows[i][j] - factor * rows[k][j]
-            rhs[i] = rhs[i] - factor * rhs[k]
-    x = [None] * n
-    for k in reversed(range(n)):
-        acc = rhs[k]
-        for j in range(k + 1, n):
-            acc = acc - rows[k][j] * x[j]
-        x[k] = (
-            acc / pivots[k]
-            if tol is None
-            else jnp.where(zeros[k], 0.0, acc / pivots[k])
-        )
-    if tol is None:
-        return jnp.stack(x), None, None
-    zero = jnp.zeros((), a.dtype)
-    upper = [
-        [zero] * i
-        + [pivots[i]]
-        + [jnp.where(zeros[i], 0.0, v) for v in rows[i][i + 1 :]]
-        for i in range(n)
-    ]
-    return jnp.stack(x), jnp.stack([jnp.stack(r) for r in upper]), jnp.stack(zeros)
 
 
 def psd_solve(
@@ -151,7 +50,7 @@ def psd_solve(
     """Solve ``a x = b`` for a symmetric positive semidefinite ``a`` and a ``b``
     in its range (shape ``(n,)`` or ``(n, k)``).
 
-    For a definite ``a`` this is `small_solve` (the same arithmetic up to
+    For a definite ``a`` this is `spd_solve` (the same arithmetic up to
     ``n = 8``). A singular ``a`` (redundant friction elements: dependent rows
     of ``J_S``, e.g. two elements on one coordinate) has many solutions; this
     returns the one of least weighted norm ``Σ x_k² / w_k``: ``w = 1``, or
@@ -186,11 +85,11 @@ def psd_solve(
     """
     n = a.shape[0]
     tol = max(1e-10, 1e3 * float(jnp.finfo(a.dtype).eps))
-    if n > _UNROLL_MAX:
-        upper, rhs, singular = _eliminate(a, b, tol)
-        x = _upper_solve(upper, rhs)
+    if n > UNROLL_MAX:
+        upper, rhs, singular = eliminate(a, b, tol)
+        x = upper_solve(upper, rhs)
     else:
-        x, upper, singular = _unrolled_psd_solve(a, b, tol)
+        x, upper, singular = unrolled_eliminate(a, b, tol)
     if not least_norm:
         return x
     if limits is None:
@@ -201,13 +100,12 @@ def psd_solve(
 
     def least_norm(x):
         # The null vectors of the zero pivots: columns of upper⁻¹ diag(singular).
-        null = _upper_solve(upper, jnp.diag(singular.astype(a.dtype)))
+        null = upper_solve(upper, jnp.diag(singular.astype(a.dtype)))
 
         def project(inverse_weights, x, null):
             scaled = null * inverse_weights[:, None]
             gram = null.T @ scaled + jnp.diag((~singular).astype(a.dtype))
-            factor = jax.scipy.linalg.cho_factor(gram)
-            return x - null @ jax.scipy.linalg.cho_solve(factor, scaled.T @ x)
+            return x - null @ spd_solve(gram, scaled.T @ x)
 
         if limits is None or x.ndim > 1:
             return project(1.0 / weights, x, null)
@@ -277,7 +175,7 @@ def free_acceleration(
     if dynamics is None:
         dynamics = system.dynamics(q, qd)
     jac = dynamics.jac
-    both = small_solve(dynamics.mass, jnp.concatenate([rhs[:, None], jac.T], axis=1))
+    both = spd_solve(dynamics.mass, jnp.concatenate([rhs[:, None], jac.T], axis=1))
     return both[:, 0], both[:, 1:], jac
 
 
@@ -792,7 +690,7 @@ def _slip_direction(a0: jax.Array, delassus: jax.Array, level: jax.Array):
     eye = jnp.eye(d, dtype=a0.dtype)
 
     def excess(lam, a0=a0, delassus=delassus, level=level):
-        x = jnp.linalg.solve(level * delassus + lam * eye, a0)
+        x = spd_solve(level * delassus + lam * eye, a0)
         return x @ x - 1.0
 
     top = jnp.sqrt(a0 @ a0)
@@ -811,7 +709,7 @@ def _slip_direction(a0: jax.Array, delassus: jax.Array, level: jax.Array):
     lam = jax.lax.stop_gradient(0.5 * (lo + hi))
     slope = jax.grad(lambda x: excess(x, a0_c, w_c, level_c))(lam)
     lam = lam - excess(lam) / jnp.where(slope != 0, slope, 1.0)
-    x = jnp.linalg.solve(level * delassus + lam * eye, a0)
+    x = spd_solve(level * delassus + lam * eye, a0)
     return x / jnp.sqrt(jnp.maximum(x @ x, 1e-300))
 
 

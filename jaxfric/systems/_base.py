@@ -13,10 +13,9 @@ from typing import NamedTuple
 
 import equinox as eqx
 import equinox.internal as eqxi
-import jax.numpy as jnp
-from jax.scipy.linalg import cho_solve
 
 from .._check import AbstractCheck, check_shape, raise_if_invalid
+from .._linalg import spd_solve
 from .._types import Array, Coordinates, Float, Jacobian, Matrix, SlipVector, Vector
 
 
@@ -217,13 +216,8 @@ class AbstractSystem(eqx.Module):
     def acceleration(
         self, q: Coordinates, qd: Vector, applied: Vector, friction: SlipVector
     ) -> Vector:
-        """Forward dynamics ``q̈ = M⁻¹(τ − h − Jᵀ f)`` by a Cholesky solve."""
+        """Forward dynamics ``q̈ = M⁻¹(τ − h − Jᵀ f)`` by `jaxfric._linalg.spd_solve`."""
         self.check_vectors(q=q, qd=qd, applied=applied, friction=friction)
         terms = self.dynamics(q, qd)
         rhs = applied - terms.bias - terms.jac.T @ friction
-        return _spd_solve(terms.mass, rhs)
-
-
-def _spd_solve(matrix, rhs):
-    """Solve ``M x = rhs`` for symmetric positive definite ``M``."""
-    return cho_solve((jnp.linalg.cholesky(matrix), True), rhs)
+        return spd_solve(terms.mass, rhs)

@@ -28,6 +28,7 @@ import numpy as np
 import scipy.linalg
 
 from .._check import check_finite, check_range, is_concrete
+from .._linalg import det, lstsq_solve, min_norm_solve, singular_values
 from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem, ConfigurationStatus, Dynamics, JointReactions
 from .rigid import _dynamics, _kinematics, _spatial as sp
@@ -158,17 +159,6 @@ class LoopJoint(eqx.Module):
         if self.kind == "revolute":
             return jnp.concatenate([d, normals @ (rot_b @ u)])
         return jnp.concatenate([normals @ d, e])  # prismatic
-
-
-def _lstsq_solve(a, b):
-    """``a⁺ b`` for ``a`` of full column rank (``(k, d)``, ``k >= d``) by the
-    normal equations (a square ``a``: one LU solve). NaN when ``a`` is rank
-    deficient (a singular configuration)."""
-    if a.shape[0] == a.shape[1]:
-        return jnp.linalg.solve(a, b)
-    gram = a.T @ a
-    chol = jnp.linalg.cholesky(gram)
-    return jax.scipy.linalg.cho_solve((chol, True), a.T @ b)
 
 
 class ClosedChain(AbstractSystem):
@@ -434,7 +424,7 @@ class ClosedChain(AbstractSystem):
         basis = self._guess_jacobian[:, dep]
 
         def tangent(jac):
-            return -_lstsq_solve(jac[:, dep], jac[:, ind]) @ dz
+            return -lstsq_solve(jac[:, dep], jac[:, ind]) @ dz
 
         slope = tangent(self._guess_jacobian) if follow else jnp.zeros_like(y0)
 
@@ -448,13 +438,13 @@ class ClosedChain(AbstractSystem):
             s, y, slope, stride, s_try, y_pred, y_it, k, res, stage = carry
             phi, jac = self._residual_and_jacobian(self._full(z0 + s_try * dz, y_it))
             res_it = jnp.max(jnp.abs(phi))
-            y_next = y_it - _lstsq_solve(jac[:, dep], phi)
+            y_next = y_it - lstsq_solve(jac[:, dep], phi)
             good = res_it <= self.tol
             over = good | (k + 1 >= self.max_iterations) | ~(res_it < jnp.inf)
             if follow:
                 moved = jnp.max(jnp.abs(y_it - y_pred))
                 predicted = jnp.max(jnp.abs(y_pred - y))
-                same_mode = jnp.linalg.det(basis.T @ jac[:, dep]) > 0
+                same_mode = det(basis.T @ jac[:, dep]) > 0
                 good = good & same_mode & (moved <= 0.5 * predicted + 1e3 * self.tol)
             accept = over & good
             slope = jax.lax.cond(accept, tangent, lambda _: slope, jac)
@@ -525,7 +515,7 @@ class ClosedChain(AbstractSystem):
             return ConfigurationStatus.ok
         y, ok, _ = self._newton(q)
         jac = self.closure_jacobian(self._full(q, y))[:, jnp.asarray(self.dependent)]
-        sv = jnp.linalg.svd(jac, compute_uv=False)
+        sv = singular_values(jac)
         singular = ~(sv[-1] > SINGULAR_RATIO * sv[0])
         status = ConfigurationStatus.where(
             ok,
@@ -550,7 +540,7 @@ class ClosedChain(AbstractSystem):
         rows = rows.at[jnp.asarray(ind, int)].set(jnp.eye(self.n_dof, dtype=jac.dtype))
         if dep:
             rows = rows.at[jnp.asarray(dep, int)].set(
-                -_lstsq_solve(jac[:, dep], jac[:, ind])
+                -lstsq_solve(jac[:, dep], jac[:, ind])
             )
         return rows
 
@@ -579,7 +569,7 @@ class ClosedChain(AbstractSystem):
 
             curvature = jax.jvp(along, (q,), (qd,))[1]
             dep = jnp.asarray(self.dependent, int)
-            c = c.at[dep].set(-_lstsq_solve(jac[:, dep], curvature))
+            c = c.at[dep].set(-lstsq_solve(jac[:, dep], curvature))
         return q, qd, rows, c, jac
 
     # -- the system interface ----------------------------------------------------------
@@ -684,7 +674,7 @@ class ClosedChain(AbstractSystem):
         lhs = self.tree.inverse_dynamics(q_tree, qd_tree, qdd_tree)
         lhs = lhs.at[jnp.asarray(self.independent, int)].add(-applied)
         lhs = lhs.at[jnp.asarray(self.tree.friction_joints, int)].add(friction)
-        lam = jnp.linalg.lstsq(jac.T, lhs)[0]
+        lam = min_norm_solve(jac.T, lhs)
         external = self._loop_wrenches(q_tree, lam)
         wrenches = _dynamics.joint_wrenches(
             self.tree.model, q_tree, qd_tree, qdd_tree, external
@@ -733,7 +723,7 @@ def _dependent_coordinates_jvp(primals, tangents):
 
     _, d_phi = eqx.filter_jvp(residual, (chain, z), (t_chain, t_z))
     jac = chain.closure_jacobian(chain._full(z, y))
-    return y, -_lstsq_solve(jac[:, jnp.asarray(chain.dependent, int)], d_phi)
+    return y, -lstsq_solve(jac[:, jnp.asarray(chain.dependent, int)], d_phi)
 
 
 # The construction-time check runs this on concrete values: compiled once per

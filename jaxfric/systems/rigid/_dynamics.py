@@ -11,8 +11,8 @@ outside `jit` compiles once per tree instead of once per primitive.
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import cho_solve
 
+from ..._linalg import spd_solve
 from ..._types import Array, Float, Matrix, Vector
 from . import _spatial as sp
 from ._kinematics import forward_kinematics
@@ -189,7 +189,9 @@ def mass_matrix_and_bias(
 
 @jax.jit
 def forward_dynamics(model: TreeModel, q: Vector, qd: Vector, tau: Vector) -> Vector:
-    """Joint accelerations ``q̈ = M⁻¹ (τ − C q̇ − g)`` (CRBA + Cholesky solve).
+    """Joint accelerations ``q̈ = M⁻¹ (τ − C q̇ − g)`` (CRBA, then
+    `jaxfric._linalg.spd_solve`: no LAPACK call, which under `vmap` on a CPU
+    can deadlock beside another).
 
     Args:
         model: the tree.
@@ -199,5 +201,4 @@ def forward_dynamics(model: TreeModel, q: Vector, qd: Vector, tau: Vector) -> Ve
     Returns:
         ``q̈``, rad/s² or m/s², shape ``(dof,)``.
     """
-    chol = jnp.linalg.cholesky(mass_matrix(model, q))
-    return cho_solve((chol, True), tau - bias_force(model, q, qd))
+    return spd_solve(mass_matrix(model, q), tau - bias_force(model, q, qd))

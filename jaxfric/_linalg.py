@@ -1,0 +1,230 @@
+"""Dense linear solves written as XLA loops and unrolled arithmetic, for the
+code that runs inside simulations (stick forces, mass matrices, loop closure).
+
+Why not `jnp.linalg`: under `vmap` on the CPU it calls LAPACK through custom
+calls that split the batch over XLA's intra-op thread pool and wait for their
+parts (jaxlib's `ParallelBatchMap`). Two such calls that XLA runs side by side
+each wait for parts queued behind the other, and with as many pool threads as
+calls the run hangs for good: measured with jaxlib 0.10.2 on a 2-core machine,
+a `vmap` batch of 256 3-RPS simulations (`experiments/bench_gpu.py`) stopped
+for good, stuck in `lapack_dgetrf_ffi` and `lapack_dtrsm_ffi`, and so did a
+loop of an LU solve beside a Cholesky solve of 9×9 matrices at a batch of
+1024 (256: 0.9 s). The solves here are ordinary XLA operations, which XLA
+schedules itself: that loop ran in 5.6 s at 1024 and 1.15 s at 256 (1.3×
+LAPACK's time there). Up to ``n = 8`` they are unrolled over scalars, which
+was also the faster route under `vmap` (README, Performance).
+"""
+
+import jax
+import jax.numpy as jnp
+
+# Up to this size solves are unrolled over scalars: under `vmap` on the CPU
+# LAPACK ran once per batch member for tiny matrices, which dominated run time
+# (same results unrolled; timing in README, Performance).
+UNROLL_MAX = 8
+
+
+def spd_solve(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Solve ``a x = b`` for a symmetric positive definite ``a`` (``b`` of shape
+    ``(n,)`` or ``(n, k)``).
+
+    Used for the mass matrix ``M``; Delassus blocks ``J_S M⁻¹ J_Sᵀ`` and Gram
+    matrices ``J_S J_Sᵀ``, which are singular for redundant elements, go
+    through `psd_solve` (the same elimination where they are definite). For
+    SPD matrices Gaussian elimination without pivoting is backward stable
+    (growth factor 1, Wilkinson 1961), so for ``n <= 8`` it is unrolled over
+    the entries as scalars: no gathers or in-place updates, which under `vmap`
+    on CPU cost more than the arithmetic. A singular ``a`` gives non-finite
+    entries, as with pivoting; above ``n = 8`` the same elimination runs as a
+    loop (`eliminate` skipping no pivot, then `upper_solve`).
+    """
+    n = a.shape[0]
+    if n > UNROLL_MAX:
+        upper, rhs, _ = eliminate(a, b, None)
+        return upper_solve(upper, rhs)
+    return unrolled_eliminate(a, b, None)[0]
+
+
+def upper_solve(upper: jax.Array, rhs: jax.Array) -> jax.Array:
+    """``upper⁻¹ rhs`` for an upper triangular ``upper`` (``rhs`` of shape
+    ``(n,)`` or ``(n, k)``), by back substitution in a loop."""
+    n = upper.shape[0]
+    b = rhs if rhs.ndim == 2 else rhs[:, None]
+
+    def step(i, x):
+        k = n - 1 - i
+        row = jnp.where(jnp.arange(n) > k, upper[k], 0.0)
+        return x.at[k].set((b[k] - row @ x) / upper[k, k])
+
+    x = jax.lax.fori_loop(0, n, step, jnp.zeros_like(b))
+    return x if rhs.ndim == 2 else x[:, 0]
+
+
+def eliminate(a: jax.Array, b: jax.Array, tol: float | None):
+    """Gaussian elimination without pivoting of a symmetric positive
+    semidefinite ``a`` that skips zero pivots (none with `tol` None).
+
+    In a semidefinite matrix a zero pivot has a zero row and column in its
+    Schur complement: the row is a combination of the rows before it. Its
+    column is not eliminated and its unknown is set to zero, which for a
+    consistent ``b`` gives a solution (a basic one). Returns ``(upper, rhs,
+    singular)``: the eliminated upper triangle with identity rows at the zero
+    pivots, the eliminated right-hand side (zero there) and the mask of zero
+    pivots; ``upper⁻¹ rhs`` is the solution and ``upper⁻¹ e_k`` the null
+    vector of zero pivot ``k``. A loop: for the solves that are not unrolled.
+    """
+    n = a.shape[0]
+    index = jnp.arange(n)
+    diag = jnp.diagonal(a)
+
+    def step(k, carry):
+        a, b, singular = carry
+        pivot = a[k, k]
+        zero = False if tol is None else pivot <= tol * diag[k]
+        factor = jnp.where((index > k) & ~zero, a[:, k] / jnp.where(zero, 1, pivot), 0)
+        a = a - factor[:, None] * a[k][None, :]
+        b = b - factor[:, None] * b[k][None, :]
+        return a, b, singular.at[k].set(zero)
+
+    b2 = b if b.ndim == 2 else b[:, None]
+    a, b2, singular = jax.lax.fori_loop(0, n, step, (a, b2, jnp.zeros(n, bool)))
+    upper = jnp.where(singular[:, None], jnp.eye(n, dtype=a.dtype), jnp.triu(a))
+    b2 = jnp.where(singular[:, None], 0.0, b2)
+    return upper, (b2 if b.ndim == 2 else b2[:, 0]), singular
+
+
+def unrolled_eliminate(a: jax.Array, b: jax.Array, tol: float | None):
+    """Gaussian elimination without pivoting unrolled over the entries as
+    scalars (`spd_solve`), skipping zero pivots as `eliminate` does unless
+    `tol` is None: bit for bit the plain elimination where no pivot is zero.
+    Returns ``(x, upper, singular)``, ``upper`` as in `eliminate` (`tol` None:
+    only ``x`` is meaningful)."""
+    n = a.shape[0]
+    rows = [[a[i, j] for j in range(n)] for i in range(n)]
+    rhs = [b[i] for i in range(n)]
+    zeros, pivots = [], []
+    for k in range(n):
+        if tol is None:
+            zero, pivot = False, rows[k][k]
+        else:
+            zero = rows[k][k] <= tol * a[k, k]
+            pivot = jnp.where(zero, 1.0, rows[k][k])
+        zeros.append(zero)
+        pivots.append(pivot)
+        for i in range(k + 1, n):
+            factor = rows[i][k] / pivot
+            if tol is not None:
+                factor = jnp.where(zero, 0.0, factor)
+            for j in range(k + 1, n):
+                rows[i][j] = rows[i][j] - factor * rows[k][j]
+            rhs[i] = rhs[i] - factor * rhs[k]
+    x = [None] * n
+    for k in reversed(range(n)):
+        acc = rhs[k]
+        for j in range(k + 1, n):
+            acc = acc - rows[k][j] * x[j]
+        x[k] = (
+            acc / pivots[k]
+            if tol is None
+            else jnp.where(zeros[k], 0.0, acc / pivots[k])
+        )
+    if tol is None:
+        return jnp.stack(x), None, None
+    zero = jnp.zeros((), a.dtype)
+    upper = [
+        [zero] * i
+        + [pivots[i]]
+        + [jnp.where(zeros[i], 0.0, v) for v in rows[i][i + 1 :]]
+        for i in range(n)
+    ]
+    return jnp.stack(x), jnp.stack([jnp.stack(r) for r in upper]), jnp.stack(zeros)
+
+
+def _lu(a: jax.Array, b: jax.Array):
+    """Gaussian elimination with partial pivoting (LAPACK's ``getrf``
+    algorithm, as a loop) of a square ``a`` and a right-hand side ``b`` of
+    shape ``(n, k)``: ``(upper, rhs, sign)``, the eliminated upper triangle,
+    the eliminated ``b`` and the sign of the row permutation."""
+    n = a.shape[0]
+    index = jnp.arange(n)
+
+    def step(k, carry):
+        a, b, sign = carry
+        # The largest entry of column k at or below the diagonal is the pivot.
+        p = jnp.argmax(jnp.where(index >= k, jnp.abs(a[:, k]), -1.0))
+        swap = jnp.where(index == k, p, jnp.where(index == p, k, index))
+        a, b = a[swap], b[swap]
+        factor = jnp.where(index > k, a[:, k] / a[k, k], 0.0)
+        a = a - factor[:, None] * a[k][None, :]
+        b = b - factor[:, None] * b[k][None, :]
+        return a, b, jnp.where(p == k, sign, -sign)
+
+    one = jnp.ones((), a.dtype)
+    a, b, sign = jax.lax.fori_loop(0, n, step, (a, b, one))
+    return jnp.triu(a), b, sign
+
+
+def lu_solve(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Solve ``a x = b`` for a square nonsingular ``a`` (``b`` of shape ``(n,)``
+    or ``(n, k)``) by Gaussian elimination with partial pivoting, then
+    `upper_solve`. A singular ``a`` gives non-finite entries."""
+    upper, rhs, _ = _lu(a, b if b.ndim == 2 else b[:, None])
+    x = upper_solve(upper, rhs)
+    return x if b.ndim == 2 else x[:, 0]
+
+
+def det(a: jax.Array) -> jax.Array:
+    """The determinant of a square ``a``: the product of the pivots of `_lu`
+    times the permutation's sign."""
+    upper, _, sign = _lu(a, jnp.zeros((a.shape[0], 0), a.dtype))
+    return sign * jnp.prod(jnp.diagonal(upper))
+
+
+def lstsq_solve(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``a⁺ b`` for ``a`` of full column rank (``(k, d)``, ``k >= d``) by the
+    normal equations (a square ``a``: `lu_solve`). Non-finite where ``a`` is
+    rank deficient (a singular configuration)."""
+    if a.shape[0] == a.shape[1]:
+        return lu_solve(a, b)
+    return spd_solve(a.T @ a, a.T @ b)
+
+
+def min_norm_solve(a: jax.Array, b: jax.Array) -> jax.Array:
+    """The least-norm ``x`` with ``a x = b`` for ``a`` of any rank and ``b`` in
+    its range (e.g. loop multipliers from redundant closure equations: a
+    planar loop closed by a spatial joint): ``x = aᵀ y`` with ``a aᵀ y = b``,
+    solved by `eliminate`, which skips the zero pivots of the semidefinite
+    ``a aᵀ`` (any solution ``y`` gives the same ``x``)."""
+    gram = a @ a.T
+    tol = max(1e-10, 1e3 * float(jnp.finfo(a.dtype).eps))
+    upper, rhs, _ = eliminate(gram, b, tol)
+    return a.T @ upper_solve(upper, rhs)
+
+
+def singular_values(a: jax.Array, sweeps: int = 12) -> jax.Array:
+    """The singular values of ``a`` (``(k, d)``, ``k >= d``), largest first:
+    square roots of the eigenvalues of ``aᵀa`` by cyclic Jacobi rotations
+    (Golub & Van Loan, Matrix Computations, Alg. 8.5.3), `sweeps` sweeps
+    (quadratic convergence: 12 sweeps is far past float64 for ``d <= 12``).
+    The smallest ones are accurate to about ``eps·σ_max²/σ``, which suffices
+    for a rank test with a tolerance well above ``sqrt(eps)``."""
+    g = a.T @ a
+    d = g.shape[0]
+    pairs = [(p, q) for p in range(d) for q in range(p + 1, d)]
+
+    def sweep(_, g):
+        for p, q in pairs:
+            # The rotation that zeroes g[p, q] (Golub & Van Loan, Alg. 8.5.1).
+            off = g[p, q]
+            tau = (g[q, q] - g[p, p]) / (2.0 * jnp.where(off == 0, 1.0, off))
+            t = jnp.sign(tau + (tau == 0)) / (jnp.abs(tau) + jnp.sqrt(1.0 + tau**2))
+            t = jnp.where(off == 0, 0.0, t)
+            c = 1.0 / jnp.sqrt(1.0 + t**2)
+            rot = jnp.eye(d, dtype=g.dtype)
+            rot = rot.at[p, p].set(c).at[q, q].set(c).at[p, q].set(c * t)
+            rot = rot.at[q, p].set(-c * t)
+            g = rot.T @ g @ rot
+        return g
+
+    g = jax.lax.fori_loop(0, sweeps, sweep, g)
+    return jnp.sqrt(jnp.maximum(jnp.sort(jnp.diagonal(g))[::-1], 0.0))
