@@ -1,0 +1,301 @@
+"""Benchmark: batches of exact stick–slip simulations on JAX's default backend
+(a GPU where JAX has one, else the CPU), time per simulation against batch size.
+
+Cases (every member on the switch path, float64, `jax.vmap` of `jaxfric.simulate`
+under one `jax.jit`):
+
+(a) free Quinn/Farhat oscillators (unit mass and stiffness, Coulomb level
+    ``fc``, released at rest from ``x0``): errors against the closed form;
+(b) the four-bar of ``bench_closed_chain`` (`ClosedChain`), its crank holding its
+    gravity load by friction under a torque ramp ``rate·t``: breakaway times
+    against the closed form ``(fc + g(θ0))/rate``;
+(c) the 3-RPS of ``farhat_3rps`` (`ClosedChain`, two ball loops, PID leg
+    control, asymmetric Coulomb + viscous leg friction), member i tracking the
+    sinusoidal reference scaled by a factor of ``amplitude_range``: closure
+    residual, stuck legs at velocity exactly 0.0, and (on a GPU) the leg
+    lengths against the CPU's run of the same members, which a CPU run of this
+    script writes to ``results/bench_gpu/reference_cpu.json``.
+
+Printed: per case and batch size, the first call (compile and one run), the best
+of `repeats` warm calls, time per simulation, the most steps of a member, and
+the checks. The batch sizes per backend are in the settings (``[sizes.cpu]``,
+``[sizes.gpu]``).
+
+Run: ``python experiments/bench_gpu.py [SETTINGS.toml]``.
+"""
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _common import (
+    CONFIGS,
+    claim,
+    enable_float64,
+    load_average,
+    load_settings,
+    print_claims,
+    print_table,
+    read_settings,
+    results_dir,
+    write_json,
+)
+
+enable_float64()
+
+import _three_rps  # noqa: E402
+from _four_bar import Ramp, breakaway_time, make_four_bar  # noqa: E402
+from bench_stick_slip import exact_free  # noqa: E402
+
+import jaxfric as jf  # noqa: E402
+
+NAME = "bench_gpu"
+COLUMNS = [
+    ("batch", "batch", "d"),
+    ("first_call_s", "first call (s)", ".1f"),
+    ("warm_s", "warm batch (s)", ".4f"),
+    ("per_sim_ms", "per simulation (ms)", ".4f"),
+    ("max_steps", "most steps", "d"),
+    ("failed", "failed", "d"),
+    ("error", "error vs closed form", ".1e"),
+    ("closure", "max |Φ| (m)", ".1e"),
+    ("stuck_speed", "stuck speed", ".1e"),
+    ("cpu_difference", "|q − q_cpu| (m)", ".1e"),
+]
+
+
+def timed(fn, args, repeats):
+    """``(first call s, best warm call s, output)``."""
+    start = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    first = time.perf_counter() - start
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - start)
+    return first, best, out
+
+
+def row(case, n, first, best, sol, **checks):
+    return dict(
+        case=case,
+        batch=n,
+        first_call_s=first,
+        warm_s=best,
+        per_sim_ms=1e3 * best / n,
+        max_steps=int(np.max(sol.stats["num_steps"])),
+        failed=int(np.sum(np.asarray(sol.result._value) != 0)),
+        load=load_average()[0],
+        **checks,
+    )
+
+
+def oscillators(cfg, sizes, repeats):
+    system = jf.systems.Oscillator(mass=1.0, stiffness=1.0)
+    law = jf.Coulomb(cfg["fc"])
+
+    @jax.jit
+    @jax.vmap
+    def batch(x0):
+        return jf.simulate(
+            system, law, x0, 0.0, cfg["t1"], num_save=cfg["num_save"], throw=False
+        )
+
+    rows = []
+    for n in sizes:
+        x0 = np.linspace(*cfg["x0_range"], n)
+        first, best, sol = timed(batch, (jnp.asarray(x0),), repeats)
+        ts = np.asarray(sol.ts[0])
+        x, _ = exact_free(x0, ts, cfg["fc"])
+        error = float(np.max(np.abs(np.asarray(sol.q)[..., 0] - x)))
+        rows.append(row("oscillators", n, first, best, sol, error=error))
+    return rows
+
+
+def four_bar(cfg, sizes, repeats):
+    other = read_settings(CONFIGS / cfg["settings"])
+    mech, prob = other["mechanism"], other["problem"]
+    chain = make_four_bar(mech)
+    ts = jnp.linspace(0.0, prob["t1"], prob["num_save"])
+
+    @jax.jit
+    @jax.vmap
+    def batch(rate):
+        return jf.simulate(
+            chain,
+            jf.Coulomb(fc=prob["fc"]),
+            q0=jnp.array([mech["crank_angle"]]),
+            qd0=jnp.zeros(1),
+            t1=prob["t1"],
+            force=Ramp(rate),
+            ts=ts,
+            throw=False,
+        )
+
+    rows = []
+    for n in sizes:
+        rates = np.linspace(*prob["rate_range"], n)
+        first, best, sol = timed(batch, (jnp.asarray(rates),), repeats)
+        star = np.array([breakaway_time(mech, prob["fc"], r) for r in rates])
+        error = float(np.max(np.abs(np.asarray(sol.event_times[:, 0]) - star)))
+        rows.append(row("four-bar", n, first, best, sol, error=error))
+    return rows
+
+
+def three_rps(cfg, sizes, repeats, reference):
+    other = read_settings(CONFIGS / cfg["settings"])
+    sim, fr, gains = other["simulate"], other["friction"], other["pid"]
+    chain, spec = _three_rps.build_chain(other["mechanism"])
+    home = np.full(3, spec["home_leg_length"])
+    law = jf.CoulombViscous(
+        np.array(fr["fc_pos"]),
+        np.array(fr["fc_neg"]),
+        np.array(fr["fv_pos"]),
+        np.array(fr["fv_neg"]),
+    )
+    base = _three_rps.reference(other, "sinusoidal", home)
+    ts = jnp.linspace(0.0, cfg["t1"], cfg["num_save"])
+
+    @jax.jit
+    @jax.vmap
+    def batch(scale):
+        ref = jf.forces.FourierSeries(
+            a=scale * base.a, b=scale * base.b, omega=base.omega, offset=base.offset
+        )
+        controller = jf.forces.PID(ref, gains["kp"], gains["ki"], gains["kd"])
+        z0, zd0 = _three_rps.tracking_start(chain, law, controller)
+        sol = jf.simulate(
+            chain,
+            law,
+            q0=z0,
+            qd0=zd0,
+            t1=cfg["t1"],
+            force=controller,
+            ts=ts,
+            rtol=sim["rtol"],
+            atol=sim["atol"],
+            max_steps=sim["max_steps"],
+            max_events=sim["max_events"],
+            throw=False,
+        )
+        closure = jax.vmap(lambda z: chain.closure_residual(chain.assemble(z)))(sol.q)
+        return sol, jnp.max(jnp.abs(closure))
+
+    rows = []
+    for n in sizes:
+        scales = np.linspace(*cfg["amplitude_range"], n)
+        first, best, (sol, closure) = timed(batch, (jnp.asarray(scales),), repeats)
+        q, qd, modes = (np.asarray(x) for x in (sol.q, sol.qd, sol.modes))
+        stuck = modes == 0
+        checks = dict(
+            closure=float(np.max(closure)),
+            stuck_points=int(stuck.sum()),
+            stuck_speed=float(np.max(np.abs(qd[stuck]), initial=0.0)),
+            events=int(np.max(sol.stats["num_events"])),
+        )
+        key = str(n)
+        if jax.default_backend() == "cpu":
+            reference[key] = dict(scales=scales.tolist(), q=q.tolist())
+        elif key in reference:
+            checks["cpu_difference"] = float(np.max(np.abs(q - reference[key]["q"])))
+        rows.append(row("3-RPS", n, first, best, sol, **checks))
+    return rows
+
+
+def make_figure(rows, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for case in dict.fromkeys(r["case"] for r in rows):
+        sel = [r for r in rows if r["case"] == case]
+        ax.loglog(
+            [r["batch"] for r in sel], [r["per_sim_ms"] for r in sel], "o-", label=case
+        )
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("time per simulation (ms)")
+    ax.set_title(f"jaxfric under vmap on {jax.devices()[0].device_kind}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main():
+    settings = load_settings(NAME)
+    backend = jax.default_backend()
+    sizes = settings["sizes"][backend if backend == "cpu" else "gpu"]
+    repeats = settings["repeats"]
+    out = results_dir(NAME)
+    ref_path = out / "reference_cpu.json"
+    reference = {}
+    if backend != "cpu" and ref_path.exists():
+        import json
+
+        reference = json.loads(ref_path.read_text())
+    device = jax.devices()[0].device_kind
+    print(f"backend {backend}, device {device}, load {load_average()}")
+
+    rows = []
+    for case, run in (
+        ("oscillators", lambda c, s: oscillators(c, s, repeats)),
+        ("four_bar", lambda c, s: four_bar(c, s, repeats)),
+        ("three_rps", lambda c, s: three_rps(c, s, 1, reference)),
+    ):
+        rows += run(settings[case], sizes[case])
+        print(f"\n{case} on {device}:")
+        print_table(rows[-len(sizes[case]) :], COLUMNS)
+        write_json(
+            dict(backend=backend, device=device, rows=rows), out / "summary.json"
+        )
+    if backend == "cpu":
+        write_json(reference, ref_path)
+
+    claims = []
+    for r in rows:
+        where = f"{r['case']} batch {r['batch']} on {device}"
+        claims.append(
+            claim(r["failed"] == 0, f"{where}: {r['failed']} members failed (0)")
+        )
+        if r["case"] == "oscillators":
+            tol = settings["oscillators"]["tolerance"]
+            text = f"{where}: error {r['error']:.1e} m vs the closed form (≤ {tol})"
+            claims.append(claim(r["error"] <= tol, text))
+        elif r["case"] == "four-bar":
+            tol = settings["four_bar"]["tolerance"]
+            text = (
+                f"{where}: breakaway {r['error']:.1e} s from the closed form (≤ {tol})"
+            )
+            claims.append(claim(r["error"] <= tol, text))
+        else:
+            cfg = settings["three_rps"]
+            tol = cfg["closure_tolerance"]
+            text = f"{where}: closure {r['closure']:.1e} m (≤ {tol})"
+            claims.append(claim(r["closure"] <= tol, text))
+            text = (
+                f"{where}: {r['stuck_points']} stuck saved points, largest speed "
+                f"{r['stuck_speed']} (exactly 0.0)"
+            )
+            claims.append(
+                claim(r["stuck_points"] > 0 and r["stuck_speed"] == 0.0, text)
+            )
+            if "cpu_difference" in r:
+                tol = cfg["cpu_tolerance"]
+                text = (
+                    f"{where}: leg lengths {r['cpu_difference']:.1e} m from the "
+                    f"CPU's (≤ {tol})"
+                )
+                claims.append(claim(r["cpu_difference"] <= tol, text))
+    make_figure(rows, out / "figure.png")
+    write_json(
+        dict(backend=backend, device=device, rows=rows, claims=claims),
+        out / "summary.json",
+    )
+    return print_claims(claims)
+
+
+if __name__ == "__main__":
+    raise SystemExit(0 if main() else 1)
