@@ -80,7 +80,7 @@ def eliminate(a: jax.Array, b: jax.Array, tol: float | None):
     def step(k, carry):
         a, b, singular = carry
         pivot = a[k, k]
-        zero = False if tol is None else pivot <= tol * diag[k]
+        zero = jnp.zeros((), bool) if tol is None else pivot <= tol * diag[k]
         factor = jnp.where((index > k) & ~zero, a[:, k] / jnp.where(zero, 1, pivot), 0)
         a = a - factor[:, None] * a[k][None, :]
         b = b - factor[:, None] * b[k][None, :]
