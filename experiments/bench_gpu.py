@@ -45,6 +45,8 @@ from _common import (
 enable_float64()
 
 import _three_rps  # noqa: E402
+import farhat_3rps  # noqa: E402
+import identify_3rps  # noqa: E402
 from _four_bar import Ramp, breakaway_time, make_four_bar  # noqa: E402
 from bench_stick_slip import exact_free  # noqa: E402
 
@@ -146,15 +148,11 @@ def four_bar(cfg, sizes, repeats):
 
 def three_rps(cfg, sizes, repeats, reference):
     other = read_settings(CONFIGS / cfg["settings"])
-    sim, fr, gains = other["simulate"], other["friction"], other["pid"]
+    gains = other["pid"]
+    options = dict(other["simulate"], t1=cfg["t1"])
     chain, spec = _three_rps.build_chain(other["mechanism"])
     home = np.full(3, spec["home_leg_length"])
-    law = jf.CoulombViscous(
-        np.array(fr["fc_pos"]),
-        np.array(fr["fc_neg"]),
-        np.array(fr["fv_pos"]),
-        np.array(fr["fv_neg"]),
-    )
+    law = identify_3rps.law_of(other["friction"])
     base = _three_rps.reference(other, "sinusoidal", home)
     ts = jnp.linspace(0.0, cfg["t1"], cfg["num_save"])
 
@@ -165,21 +163,8 @@ def three_rps(cfg, sizes, repeats, reference):
             a=scale * base.a, b=scale * base.b, omega=base.omega, offset=base.offset
         )
         controller = jf.forces.PID(ref, gains["kp"], gains["ki"], gains["kd"])
-        z0, zd0 = _three_rps.tracking_start(chain, law, controller)
-        sol = jf.simulate(
-            chain,
-            law,
-            q0=z0,
-            qd0=zd0,
-            t1=cfg["t1"],
-            force=controller,
-            ts=ts,
-            rtol=sim["rtol"],
-            atol=sim["atol"],
-            max_steps=sim["max_steps"],
-            max_events=sim["max_events"],
-            throw=False,
-        )
+        start = _three_rps.tracking_start(chain, law, controller)
+        sol = farhat_3rps.simulate(chain, law, controller, start, ts, options)
         closure = jax.vmap(lambda z: chain.closure_residual(chain.assemble(z)))(sol.q)
         return sol, jnp.max(jnp.abs(closure))
 
