@@ -21,7 +21,7 @@ import jax.numpy as jnp
 # Up to this size solves are unrolled over scalars: under `vmap` on the CPU
 # LAPACK ran once per batch member for tiny matrices, which dominated run time
 # (same results unrolled; timing in README, Performance).
-UNROLL_MAX = 8
+_UNROLL_MAX = 8
 
 
 def spd_solve(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -32,17 +32,29 @@ def spd_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     matrices ``J_S J_Sᵀ``, which are singular for redundant elements, go
     through `psd_solve` (the same elimination where they are definite). For
     SPD matrices Gaussian elimination without pivoting is backward stable
-    (growth factor 1, Wilkinson 1961), so for ``n <= 8`` it is unrolled over
-    the entries as scalars: no gathers or in-place updates, which under `vmap`
-    on CPU cost more than the arithmetic. A singular ``a`` gives non-finite
-    entries, as with pivoting; above ``n = 8`` the same elimination runs as a
-    loop (`eliminate` skipping no pivot, then `upper_solve`).
+    (growth factor 1, Wilkinson 1961): `pivot_solve` with no pivot skipped. A
+    singular ``a`` gives non-finite entries, as with pivoting.
     """
-    n = a.shape[0]
-    if n > UNROLL_MAX:
-        upper, rhs, _ = eliminate(a, b, None)
-        return upper_solve(upper, rhs)
-    return unrolled_eliminate(a, b, None)[0]
+    return pivot_solve(a, b, None)[0]
+
+
+def zero_pivot_tol(dtype) -> float:
+    """The pivot below which `pivot_solve` counts a pivot of a semidefinite
+    matrix as zero, relative to its diagonal entry: ``max(1e-10, 1000·eps)``."""
+    return max(1e-10, 1e3 * float(jnp.finfo(dtype).eps))
+
+
+def pivot_solve(a: jax.Array, b: jax.Array, tol: float | None):
+    """Gaussian elimination without pivoting of a symmetric positive
+    semidefinite ``a``, skipping pivots below `tol` of their diagonal entry
+    (none with `tol` None), then back substitution: ``(x, upper, singular)``
+    as in `_eliminate` (`tol` None: only ``x``). Unrolled over the entries as
+    scalars for ``n <= 8`` (no gathers or in-place updates, which under `vmap`
+    on CPU cost more than the arithmetic), a loop above."""
+    if a.shape[0] > _UNROLL_MAX:
+        upper, rhs, singular = _eliminate(a, b, tol)
+        return upper_solve(upper, rhs), upper, singular
+    return _unrolled_eliminate(a, b, tol)
 
 
 def upper_solve(upper: jax.Array, rhs: jax.Array) -> jax.Array:
@@ -60,7 +72,7 @@ def upper_solve(upper: jax.Array, rhs: jax.Array) -> jax.Array:
     return x if rhs.ndim == 2 else x[:, 0]
 
 
-def eliminate(a: jax.Array, b: jax.Array, tol: float | None):
+def _eliminate(a: jax.Array, b: jax.Array, tol: float | None):
     """Gaussian elimination without pivoting of a symmetric positive
     semidefinite ``a`` that skips zero pivots (none with `tol` None).
 
@@ -93,11 +105,11 @@ def eliminate(a: jax.Array, b: jax.Array, tol: float | None):
     return upper, (b2 if b.ndim == 2 else b2[:, 0]), singular
 
 
-def unrolled_eliminate(a: jax.Array, b: jax.Array, tol: float | None):
+def _unrolled_eliminate(a: jax.Array, b: jax.Array, tol: float | None):
     """Gaussian elimination without pivoting unrolled over the entries as
-    scalars (`spd_solve`), skipping zero pivots as `eliminate` does unless
+    scalars (`pivot_solve`), skipping zero pivots as `_eliminate` does unless
     `tol` is None: bit for bit the plain elimination where no pivot is zero.
-    Returns ``(x, upper, singular)``, ``upper`` as in `eliminate` (`tol` None:
+    Returns ``(x, upper, singular)``, ``upper`` as in `_eliminate` (`tol` None:
     only ``x`` is meaningful)."""
     n = a.shape[0]
     rows = [[a[i, j] for j in range(n)] for i in range(n)]
@@ -193,12 +205,9 @@ def min_norm_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     """The least-norm ``x`` with ``a x = b`` for ``a`` of any rank and ``b`` in
     its range (e.g. loop multipliers from redundant closure equations: a
     planar loop closed by a spatial joint): ``x = aᵀ y`` with ``a aᵀ y = b``,
-    solved by `eliminate`, which skips the zero pivots of the semidefinite
+    solved by `pivot_solve`, which skips the zero pivots of the semidefinite
     ``a aᵀ`` (any solution ``y`` gives the same ``x``)."""
-    gram = a @ a.T
-    tol = max(1e-10, 1e3 * float(jnp.finfo(a.dtype).eps))
-    upper, rhs, _ = eliminate(gram, b, tol)
-    return a.T @ upper_solve(upper, rhs)
+    return a.T @ pivot_solve(a @ a.T, b, zero_pivot_tol(a.dtype))[0]
 
 
 def singular_values(a: jax.Array, sweeps: int = 12) -> jax.Array:

@@ -14,13 +14,7 @@ import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 
-from .._linalg import (
-    UNROLL_MAX,
-    eliminate,
-    spd_solve,
-    unrolled_eliminate,
-    upper_solve,
-)
+from .._linalg import pivot_solve, spd_solve, upper_solve, zero_pivot_tol
 from .._math import block_dot, block_norm
 from .._types import Coordinates, Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
@@ -50,8 +44,8 @@ def psd_solve(
     """Solve ``a x = b`` for a symmetric positive semidefinite ``a`` and a ``b``
     in its range (shape ``(n,)`` or ``(n, k)``).
 
-    For a definite ``a`` this is `spd_solve` (the same arithmetic up to
-    ``n = 8``). A singular ``a`` (redundant friction elements: dependent rows
+    For a definite ``a`` this is `spd_solve` (the same arithmetic,
+    `pivot_solve`). A singular ``a`` (redundant friction elements: dependent rows
     of ``J_S``, e.g. two elements on one coordinate) has many solutions; this
     returns the one of least weighted norm ``Σ x_k² / w_k``: ``w = 1``, or
     with `limits` the `split_weights` of ``a``'s diagonal, so that elements
@@ -65,7 +59,7 @@ def psd_solve(
     two-coordinate cases loaded to 97 % of the least largest utilisation (a
     linear programme), 21 released an element without it, none with it; at
     99 %, one did.
-    Zero pivots are those below ``max(1e-10, 1000·eps)`` of their diagonal
+    Zero pivots are those below `zero_pivot_tol` of their diagonal
     entry; the least-norm correction runs only when some (batch member's)
     matrix has one.
 
@@ -84,12 +78,7 @@ def psd_solve(
         ``x`` with the shape of ``b``.
     """
     n = a.shape[0]
-    tol = max(1e-10, 1e3 * float(jnp.finfo(a.dtype).eps))
-    if n > UNROLL_MAX:
-        upper, rhs, singular = eliminate(a, b, tol)
-        x = upper_solve(upper, rhs)
-    else:
-        x, upper, singular = unrolled_eliminate(a, b, tol)
+    x, upper, singular = pivot_solve(a, b, zero_pivot_tol(a.dtype))
     if not least_norm:
         return x
     if limits is None:
