@@ -22,6 +22,21 @@ import jax.numpy as jnp
 # LAPACK ran once per batch member for tiny matrices, which dominated run time
 # (same results unrolled; timing in README, Performance).
 _UNROLL_MAX = 8
+# On a GPU, loops over at most this many rows are unrolled: there every
+# iteration of a rolled loop is a kernel launch and a host round-trip for its
+# condition, and these loops run at every vector-field evaluation of a closed
+# chain. A 3-RPS batch of 256 on an H200 (`experiments/bench_gpu.py`): 25.0 ms
+# per simulation rolled, 11.3 ms unrolled (15.9 ms with `jnp.linalg`). On the
+# CPU unrolling bought nothing at run time (3-RPS batch of 4: 181 → 188 ms per
+# simulation) and doubled the compile time (47 → 87 s), so loops stay rolled.
+_UNROLL_LOOP_MAX = 16
+
+
+def _loop(n, step, init):
+    """``fori_loop(0, n, step, init)``, unrolled on a GPU (or any backend but
+    the CPU) for ``n <= _UNROLL_LOOP_MAX``."""
+    unroll = n <= _UNROLL_LOOP_MAX and jax.default_backend() != "cpu"
+    return jax.lax.fori_loop(0, n, step, init, unroll=unroll)
 
 
 def spd_solve(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -68,7 +83,7 @@ def upper_solve(upper: jax.Array, rhs: jax.Array) -> jax.Array:
         row = jnp.where(jnp.arange(n) > k, upper[k], 0.0)
         return x.at[k].set((b[k] - row @ x) / upper[k, k])
 
-    x = jax.lax.fori_loop(0, n, step, jnp.zeros_like(b))
+    x = _loop(n, step, jnp.zeros_like(b))
     return x if rhs.ndim == 2 else x[:, 0]
 
 
@@ -99,7 +114,7 @@ def _eliminate(a: jax.Array, b: jax.Array, tol: float | None):
         return a, b, singular.at[k].set(zero)
 
     b2 = b if b.ndim == 2 else b[:, None]
-    a, b2, singular = jax.lax.fori_loop(0, n, step, (a, b2, jnp.zeros(n, bool)))
+    a, b2, singular = _loop(n, step, (a, b2, jnp.zeros(n, bool)))
     upper = jnp.where(singular[:, None], jnp.eye(n, dtype=a.dtype), jnp.triu(a))
     b2 = jnp.where(singular[:, None], 0.0, b2)
     return upper, (b2 if b.ndim == 2 else b2[:, 0]), singular
@@ -172,7 +187,7 @@ def _lu(a: jax.Array, b: jax.Array):
         return a, b, jnp.where(p == k, sign, -sign)
 
     one = jnp.ones((), a.dtype)
-    a, b, sign = jax.lax.fori_loop(0, n, step, (a, b, one))
+    a, b, sign = _loop(n, step, (a, b, one))
     return jnp.triu(a), b, sign
 
 

@@ -4,11 +4,16 @@ of LAPACK calls) against numpy's LAPACK."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxfric import _linalg as la
 
 
-def test_solves_match_lapack():
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+def test_solves_match_lapack(backend, monkeypatch):
+    # Loops are unrolled on a GPU (`_linalg._loop`): that path is checked here
+    # too, with JAX's default backend reported as "gpu".
+    monkeypatch.setattr(jax, "default_backend", lambda: backend)
     rng = np.random.default_rng(0)
 
     @jax.jit
@@ -28,7 +33,10 @@ def test_solves_match_lapack():
         upper = np.triu(a) + 5 * np.eye(n)
         b = rng.normal(size=(n, 2))
         tall, y = rng.normal(size=(n + 4, n)), rng.normal(size=n + 4)
-        out = solves(*map(jnp.asarray, (a, spd, upper, b, tall, y)))
+        args = tuple(map(jnp.asarray, (a, spd, upper, b, tall, y)))
+        out = solves(*args)
+        program = solves.lower(*args).compile().as_text()
+        assert ("while" in program) == (backend == "cpu")
         expected = (
             np.linalg.solve(a, b),
             np.linalg.det(a),
