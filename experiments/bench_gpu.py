@@ -14,7 +14,11 @@ under one `jax.jit`):
     sinusoidal reference scaled by a factor of ``amplitude_range``: closure
     residual, stuck legs at velocity exactly 0.0, and (on a GPU) the leg
     lengths against the CPU's run of the same members, which a CPU run of this
-    script writes to ``results/bench_gpu/reference_cpu.json``.
+    script writes to ``results/bench_gpu/reference_cpu.json``;
+(d) gradients under `vmap` (reverse mode, `jax.grad` per member): of each
+    oscillator's final position in (``fc``, ``x0``) against central differences
+    of the closed form, and of each four-bar's breakaway time in the ramp rate
+    against ``dt*/d rate = −t*/rate``.
 
 Printed: per case and batch size, the first call (compile and one run), the best
 of `repeats` warm calls, time per simulation, the most steps of a member, and
@@ -64,6 +68,7 @@ COLUMNS = [
     ("closure", "max |Φ| (m)", ".1e"),
     ("stuck_speed", "stuck speed", ".1e"),
     ("cpu_difference", "|q − q_cpu| (m)", ".1e"),
+    ("grad_error", "gradient rel. error", ".1e"),
 ]
 
 
@@ -189,6 +194,96 @@ def three_rps(cfg, sizes, repeats, reference):
     return rows
 
 
+def oscillator_gradients(cfg, sizes, repeats):
+    """d x(t1)/d(fc, x0) of free oscillators, per member by reverse mode."""
+    system = jf.systems.Oscillator(mass=1.0, stiffness=1.0)
+
+    def final(params):
+        fc, x0 = params
+        sol = jf.simulate(
+            system, jf.Coulomb(fc), x0, 0.0, cfg["t1"], num_save=2, throw=False
+        )
+        return sol.q[-1, 0]
+
+    batch = jax.jit(jax.vmap(jax.value_and_grad(final)))
+    rows = []
+    for n in sizes:
+        x0 = np.linspace(*cfg["x0_range"], n)
+        params = jnp.stack([jnp.full(n, cfg["fc"]), jnp.asarray(x0)], axis=1)
+        first, best, (_, grads) = timed(batch, (params,), repeats)
+        # Central differences of the closed form; members within h of a kink
+        # (a stop exactly at |x| = fc) have no derivative and are left out.
+        h, ts = 1e-6, np.array([0.0, cfg["t1"]])
+        fd = []
+        for dfc, dx0 in ((h, 0.0), (0.0, h)):
+            up = exact_free(x0 + dx0, ts, cfg["fc"] + dfc)[0][:, -1]
+            down = exact_free(x0 - dx0, ts, cfg["fc"] - dfc)[0][:, -1]
+            mid = exact_free(x0, ts, cfg["fc"])[0][:, -1]
+            one_sided = np.abs((up - mid) - (mid - down)) / h
+            fd.append(((up - down) / (2 * h), one_sided < 1e-6))
+        fd_grad = np.stack([g for g, _ in fd], axis=1)
+        smooth = fd[0][1] & fd[1][1]
+        scale = np.maximum(np.abs(fd_grad), 1.0)
+        error = np.abs(np.asarray(grads) - fd_grad) / scale
+        rows.append(
+            dict(
+                case="oscillator gradients",
+                batch=n,
+                first_call_s=first,
+                warm_s=best,
+                per_sim_ms=1e3 * best / n,
+                failed=int(np.sum(~np.isfinite(np.asarray(grads)))),
+                load=load_average()[0],
+                grad_error=float(np.max(error[smooth])),
+                checked=int(smooth.sum()),
+            )
+        )
+    return rows
+
+
+def four_bar_gradients(cfg, sizes, repeats):
+    """d t*/d rate of the four-bar's breakaway time, per member by reverse mode."""
+    other = read_settings(CONFIGS / cfg["settings"])
+    mech, prob = other["mechanism"], other["problem"]
+    chain = make_four_bar(mech)
+    ts = jnp.linspace(0.0, prob["t1"], prob["num_save"])
+
+    def breakaway(rate):
+        sol = jf.simulate(
+            chain,
+            jf.Coulomb(fc=prob["fc"]),
+            q0=jnp.array([mech["crank_angle"]]),
+            qd0=jnp.zeros(1),
+            t1=prob["t1"],
+            force=Ramp(rate),
+            ts=ts,
+            throw=False,
+        )
+        return sol.event_times[0]
+
+    batch = jax.jit(jax.vmap(jax.value_and_grad(breakaway)))
+    rows = []
+    for n in sizes:
+        rates = np.linspace(*prob["rate_range"], n)
+        first, best, (t_star, grads) = timed(batch, (jnp.asarray(rates),), repeats)
+        star = np.array([breakaway_time(mech, prob["fc"], r) for r in rates])
+        exact = -star / rates
+        rows.append(
+            dict(
+                case="four-bar gradients",
+                batch=n,
+                first_call_s=first,
+                warm_s=best,
+                per_sim_ms=1e3 * best / n,
+                failed=int(np.sum(~np.isfinite(np.asarray(grads)))),
+                load=load_average()[0],
+                error=float(np.max(np.abs(np.asarray(t_star) - star))),
+                grad_error=float(np.max(np.abs(np.asarray(grads) / exact - 1))),
+            )
+        )
+    return rows
+
+
 def make_figure(rows, path):
     import matplotlib
 
@@ -216,8 +311,9 @@ def main():
     repeats = settings["repeats"]
     out = results_dir(NAME)
     ref_path = out / "reference_cpu.json"
+    # A CPU run adds its batch sizes to the reference; a GPU run compares.
     reference = {}
-    if backend != "cpu" and ref_path.exists():
+    if ref_path.exists():
         import json
 
         reference = json.loads(ref_path.read_text())
@@ -229,14 +325,24 @@ def main():
         ("oscillators", lambda c, s: oscillators(c, s, repeats)),
         ("four_bar", lambda c, s: four_bar(c, s, repeats)),
         ("three_rps", lambda c, s: three_rps(c, s, 1, reference)),
+        (
+            "oscillator_gradients",
+            lambda c, s: oscillator_gradients(settings["oscillators"] | c, s, repeats),
+        ),
+        (
+            "four_bar_gradients",
+            lambda c, s: four_bar_gradients(settings["four_bar"] | c, s, repeats),
+        ),
     ):
+        if not sizes[case]:
+            continue
         rows += run(settings[case], sizes[case])
         print(f"\n{case} on {device}:")
         print_table(rows[-len(sizes[case]) :], COLUMNS)
         write_json(
             dict(backend=backend, device=device, rows=rows), out / "summary.json"
         )
-    if backend == "cpu":
+    if reference and backend == "cpu":
         write_json(reference, ref_path)
 
     claims = []
@@ -249,6 +355,13 @@ def main():
             tol = settings["oscillators"]["tolerance"]
             text = f"{where}: error {r['error']:.1e} m vs the closed form (≤ {tol})"
             claims.append(claim(r["error"] <= tol, text))
+        elif r["case"].endswith("gradients"):
+            tol = settings[r["case"].replace(" ", "_").replace("-", "_")]["tolerance"]
+            text = (
+                f"{where}: reverse-mode gradient {r['grad_error']:.1e} relative from "
+                f"the closed form's (≤ {tol})"
+            )
+            claims.append(claim(r["grad_error"] <= tol, text))
         elif r["case"] == "four-bar":
             tol = settings["four_bar"]["tolerance"]
             text = (
