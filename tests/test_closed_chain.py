@@ -117,6 +117,12 @@ def test_assembly_follows_the_branch_far_from_the_guess():
     closed = np.stack([fourbar_angles(t, lengths) for t in thetas])
     wrapped = (q - closed + np.pi) % (2 * np.pi) - np.pi
     np.testing.assert_allclose(wrapped, 0.0, rtol=0, atol=1e-10)
+    # `near` (a simulation segment's start) moves where the continuation
+    # starts, not the branch: each configuration from the one before it.
+    z = jnp.asarray(thetas)[:, None]
+    q = np.asarray(jax.vmap(lambda a, b: chain.near(a).assemble(b))(z[:-1], z[1:]))
+    wrapped = (q - closed[1:] + np.pi) % (2 * np.pi) - np.pi
+    np.testing.assert_allclose(wrapped, 0.0, rtol=0, atol=1e-10)
 
 
 def test_assemble_derivatives_are_the_implicit_ones(chain):
@@ -124,6 +130,9 @@ def test_assemble_derivatives_are_the_implicit_ones(chain):
     jac = jax.jacfwd(chain.assemble)(jnp.array([theta]))[:, 0]
     central = (fourbar_angles(theta + h) - fourbar_angles(theta - h)) / (2 * h)
     np.testing.assert_allclose(jac, central, rtol=1e-8, atol=1e-9)
+    # Where the solve starts (`near`) carries no derivative.
+    jac_near = jax.jacfwd(lambda z: chain.near(z).assemble(z))(jnp.array([theta]))
+    np.testing.assert_allclose(jac_near[:, 0], jac, rtol=1e-12, atol=1e-14)
 
     # A parameter: the ground link's length (the rocker pivot's x).
     def rocker(d):

@@ -131,6 +131,14 @@ class AbstractSystem(eqx.Module):
         del q
         return ConfigurationStatus.ok
 
+    def near(self, q: Coordinates) -> "AbstractSystem":
+        """The same system with its internal solves started near ``q`` (a
+        configuration it is evaluated close to, e.g. a simulation segment's
+        start): equal results, less work. Default: the system itself; a
+        `ClosedChain` moves the start of its closure continuation there."""
+        del q
+        return self
+
     @abc.abstractmethod
     def mass_matrix(self, q: Coordinates) -> Matrix:
         """Symmetric positive definite mass matrix ``M(q)``, kg or kg·m²."""

@@ -494,6 +494,24 @@ class ClosedChain(AbstractSystem):
         return self._full(z, _dependent_coordinates(self, z))
 
     @eqx.filter_jit
+    def near(self, q: Vector) -> "ClosedChain":
+        """The chain with `q_guess` moved to its assembled configuration at
+        independent coordinates `q` (where that closure solve fails, left as
+        it is): the closure's branch following (`assemble`) then starts next
+        to the configurations a simulation segment evaluates, one short stage
+        instead of a continuation from the original guess. The same branch,
+        so the same coordinates (to the closure tolerance); no derivative
+        flows through the new guess, which only steers the solve."""
+        self.check_vectors(q=q)
+        assembled = jax.lax.stop_gradient(self.assemble(q))
+        assembled = jnp.where(jnp.all(jnp.isfinite(assembled)), assembled, self.q_guess)
+        return eqx.tree_at(
+            lambda c: (c.q_guess, c._guess_jacobian),
+            self,
+            (assembled, self.closure_jacobian(assembled)),
+        )
+
+    @eqx.filter_jit
     def configuration_status(self, q: Vector) -> ConfigurationStatus:
         """Whether the chain can be evaluated at independent coordinates `q`:
         `ConfigurationStatus.closure_failed` where the branch of `q_guess`
