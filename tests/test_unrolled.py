@@ -107,6 +107,10 @@ def test_for_backend_wraps_explicit_rk_on_cpu_only(monkeypatch):
     assert direct.solver.scan_kind == "bounded"
     for solver in (diffrax.Kvaerno5(), diffrax.Euler()):
         assert for_backend(solver, reverse) is solver
+    # Systems whose evaluation is costly keep diffrax's stage loop.
+    assert type(for_backend(diffrax.Tsit5(), reverse, unroll=False)) is diffrax.Tsit5
+    assert jf.systems.Oscillator.unrolled_stages
+    assert not jf.systems.ClosedChain.unrolled_stages
 
 
 def test_gpu_solver_path_differentiates_in_forward_mode(monkeypatch):

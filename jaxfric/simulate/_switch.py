@@ -794,7 +794,9 @@ class SwitchPath(AbstractPath):
         per_step, evals_at_start = evals_per_step(solver) or (-1, 0)
         # What the segments run: events inside a step are found by `DipGuard`.
         stepper = DipGuard(
-            for_backend(solver, adjoint), _element_conditions, lambda s: s.dip_history
+            for_backend(solver, adjoint, system.unrolled_stages),
+            _element_conditions,
+            lambda s: s.dip_history,
         )
         x0 = force_state0(force, q0, qd0)
         # The modes at the start are decided by the first segment's switch,

@@ -167,11 +167,14 @@ def _unrolled_step_jvp(primals, tangents):
 
 
 def for_backend(
-    solver: diffrax.AbstractSolver, adjoint: diffrax.AbstractAdjoint
+    solver: diffrax.AbstractSolver,
+    adjoint: diffrax.AbstractAdjoint,
+    unroll: bool = True,
 ) -> diffrax.AbstractSolver:
     """The solver a simulation path runs with `adjoint`: `UnrolledERK(solver)`
     for a diffrax explicit Runge–Kutta solver with an error estimate when JAX's
-    default backend is the CPU, else `solver` itself.
+    default backend is the CPU and `unroll` (the system's
+    `AbstractSystem.unrolled_stages`), else `solver` itself.
 
     Either way the Runge–Kutta solver's stage loop is set here for the
     adjoint's mode (its ``scan_kind``: a checkpointed loop, reverse mode only,
@@ -194,7 +197,8 @@ def for_backend(
             lambda s: s.scan_kind, solver, kind, is_leaf=lambda x: x is None
         )
     if not (
-        jax.default_backend() == "cpu"
+        unroll
+        and jax.default_backend() == "cpu"
         and isinstance(solver, diffrax.AbstractERK)
         and isinstance(solver.tableau, diffrax.ButcherTableau)
         and solver.tableau.b_error is not None

@@ -9,7 +9,7 @@ and m = `n_friction` friction elements acting on slip coordinates
 """
 
 import abc
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import equinox as eqx
 import equinox.internal as eqxi
@@ -130,6 +130,14 @@ class AbstractSystem(eqx.Module):
         `ClosedChain`)."""
         del q
         return ConfigurationStatus.ok
+
+    #: Whether the switch path writes out its Runge–Kutta stages on the CPU
+    #: (`jaxfric.simulate`'s `UnrolledERK`): under `vmap` that pays where a
+    #: vector-field evaluation is cheap next to diffrax's stage bookkeeping
+    #: (lumped systems, robots); a system whose evaluation is costly (a closed
+    #: chain's closure solve) compiles and runs faster in diffrax's stage loop,
+    #: which traces the vector field once instead of once per stage.
+    unrolled_stages: ClassVar[bool] = True
 
     def near(self, q: Coordinates) -> "AbstractSystem":
         """The same system with its internal solves started near ``q`` (a
