@@ -85,18 +85,31 @@ def timed(fn, args, repeats):
     return first, best, out
 
 
-def row(case, n, first, best, sol, **checks):
+def row(case, n, first, best, failed, **checks):
+    """One table row: timings per batch and per member, members `failed`."""
     return dict(
         case=case,
         batch=n,
         first_call_s=first,
         warm_s=best,
         per_sim_ms=1e3 * best / n,
-        max_steps=int(np.max(sol.stats["num_steps"])),
-        failed=int(np.sum(np.asarray(sol.result._value) != 0)),
+        failed=int(failed),
         load=load_average()[0],
         **checks,
     )
+
+
+def sim_row(case, n, first, best, sol, **checks):
+    """`row` of a batch of simulations: the most steps of a member, and the
+    members whose result is not successful."""
+    failed = np.sum(np.asarray(sol.result._value) != 0)
+    steps = int(np.max(sol.stats["num_steps"]))
+    return row(case, n, first, best, failed, max_steps=steps, **checks)
+
+
+def grad_row(case, n, first, best, grads, **checks):
+    """`row` of a batch of gradients: members with a non-finite one failed."""
+    return row(case, n, first, best, np.sum(~np.isfinite(np.asarray(grads))), **checks)
 
 
 def oscillators(cfg, sizes, repeats):
@@ -117,19 +130,19 @@ def oscillators(cfg, sizes, repeats):
         ts = np.asarray(sol.ts[0])
         x, _ = exact_free(x0, ts, cfg["fc"])
         error = float(np.max(np.abs(np.asarray(sol.q)[..., 0] - x)))
-        rows.append(row("oscillators", n, first, best, sol, error=error))
+        rows.append(sim_row("oscillators", n, first, best, sol, error=error))
     return rows
 
 
-def four_bar(cfg, sizes, repeats):
+def four_bar_member(cfg):
+    """``(simulate(rate), mech, prob)``: one four-bar run under the ramp
+    ``rate·t`` (the problem of ``cfg["settings"]``)."""
     other = read_settings(CONFIGS / cfg["settings"])
     mech, prob = other["mechanism"], other["problem"]
     chain = make_four_bar(mech)
     ts = jnp.linspace(0.0, prob["t1"], prob["num_save"])
 
-    @jax.jit
-    @jax.vmap
-    def batch(rate):
+    def simulate(rate):
         return jf.simulate(
             chain,
             jf.Coulomb(fc=prob["fc"]),
@@ -141,13 +154,19 @@ def four_bar(cfg, sizes, repeats):
             throw=False,
         )
 
+    return simulate, mech, prob
+
+
+def four_bar(cfg, sizes, repeats):
+    simulate, mech, prob = four_bar_member(cfg)
+    batch = jax.jit(jax.vmap(simulate))
     rows = []
     for n in sizes:
         rates = np.linspace(*prob["rate_range"], n)
         first, best, sol = timed(batch, (jnp.asarray(rates),), repeats)
         star = np.array([breakaway_time(mech, prob["fc"], r) for r in rates])
         error = float(np.max(np.abs(np.asarray(sol.event_times[:, 0]) - star)))
-        rows.append(row("four-bar", n, first, best, sol, error=error))
+        rows.append(sim_row("four-bar", n, first, best, sol, error=error))
     return rows
 
 
@@ -190,7 +209,7 @@ def three_rps(cfg, sizes, repeats, reference):
             reference[key] = dict(scales=scales.tolist(), q=q.tolist())
         elif key in reference:
             checks["cpu_difference"] = float(np.max(np.abs(q - reference[key]["q"])))
-        rows.append(row("3-RPS", n, first, best, sol, **checks))
+        rows.append(sim_row("3-RPS", n, first, best, sol, **checks))
     return rows
 
 
@@ -226,42 +245,25 @@ def oscillator_gradients(cfg, sizes, repeats):
         scale = np.maximum(np.abs(fd_grad), 1.0)
         error = np.abs(np.asarray(grads) - fd_grad) / scale
         rows.append(
-            dict(
-                case="oscillator gradients",
-                batch=n,
-                first_call_s=first,
-                warm_s=best,
-                per_sim_ms=1e3 * best / n,
-                failed=int(np.sum(~np.isfinite(np.asarray(grads)))),
-                load=load_average()[0],
+            grad_row(
+                "oscillator gradients",
+                n,
+                first,
+                best,
+                grads,
                 grad_error=float(np.max(error[smooth])),
                 checked=int(smooth.sum()),
-            )
+            )  # fmt: skip
         )
     return rows
 
 
 def four_bar_gradients(cfg, sizes, repeats):
     """d t*/d rate of the four-bar's breakaway time, per member by reverse mode."""
-    other = read_settings(CONFIGS / cfg["settings"])
-    mech, prob = other["mechanism"], other["problem"]
-    chain = make_four_bar(mech)
-    ts = jnp.linspace(0.0, prob["t1"], prob["num_save"])
-
-    def breakaway(rate):
-        sol = jf.simulate(
-            chain,
-            jf.Coulomb(fc=prob["fc"]),
-            q0=jnp.array([mech["crank_angle"]]),
-            qd0=jnp.zeros(1),
-            t1=prob["t1"],
-            force=Ramp(rate),
-            ts=ts,
-            throw=False,
-        )
-        return sol.event_times[0]
-
-    batch = jax.jit(jax.vmap(jax.value_and_grad(breakaway)))
+    simulate, mech, prob = four_bar_member(cfg)
+    batch = jax.jit(
+        jax.vmap(jax.value_and_grad(lambda rate: simulate(rate).event_times[0]))
+    )
     rows = []
     for n in sizes:
         rates = np.linspace(*prob["rate_range"], n)
@@ -269,17 +271,15 @@ def four_bar_gradients(cfg, sizes, repeats):
         star = np.array([breakaway_time(mech, prob["fc"], r) for r in rates])
         exact = -star / rates
         rows.append(
-            dict(
-                case="four-bar gradients",
-                batch=n,
-                first_call_s=first,
-                warm_s=best,
-                per_sim_ms=1e3 * best / n,
-                failed=int(np.sum(~np.isfinite(np.asarray(grads)))),
-                load=load_average()[0],
+            grad_row(
+                "four-bar gradients",
+                n,
+                first,
+                best,
+                grads,
                 error=float(np.max(np.abs(np.asarray(t_star) - star))),
                 grad_error=float(np.max(np.abs(np.asarray(grads) / exact - 1))),
-            )
+            )  # fmt: skip
         )
     return rows
 

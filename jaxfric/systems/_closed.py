@@ -220,7 +220,7 @@ class ClosedChain(AbstractSystem):
     _guess_jacobian: Float[Array, "k tree"]
 
     # diffrax's stage loop instead of written-out stages (measured on the
-    # 2-core CPU, same results to 3e-13): first calls 25-33 % shorter, a single
+    # 2-core CPU, same results to 3e-13): first calls 13-30 % shorter, a single
     # run 1.3-1.6x faster (four-bar with reaction-load friction 60 -> 37 ms;
     # bench_closed_chain 21 -> 15 ms), a vmap batch of 64 unchanged (15 ms).
     unrolled_stages: ClassVar[bool] = False
