@@ -495,3 +495,94 @@ def test_coupled_redundant_elements_break_away_at_the_least_largest_utilisation(
     ts, q = np.asarray(sol.ts), np.asarray(sol.q)
     before = ts < breakaway[:, None]
     assert before.sum() > num and np.all(q[before] == 0.0)
+
+
+# --- a redundant stuck element whose redundancy holds only at rest ---
+
+
+class _Lever(jf.systems.AbstractSystem):
+    """Two unit masses, no springs; element C on ``x₁``, A on ``x₂`` and B with
+    the row ``[k x₁, 1 + g x₁²]``. At ``x₁ = 0`` the rows of A and B are
+    equal: with ``k = 0`` they stay parallel at every ``x₁`` (a redundancy
+    that holds everywhere), with ``k ≠ 0`` only there (as the 3-PPRS's pin
+    and slider, `creep_directions`)."""
+
+    k: jax.Array
+    g: jax.Array
+    n_dof: int = eqx.field(static=True, default=2)
+    n_friction: int = eqx.field(static=True, default=3)
+
+    def mass_matrix(self, q):
+        return jnp.eye(2)
+
+    def bias_force(self, q, qd):
+        return jnp.zeros(2)
+
+    def friction_jacobian(self, q):
+        lever = jnp.stack([self.k * q[0], 1 + self.g * q[0] ** 2])
+        return jnp.stack([jnp.array([1.0, 0.0]), jnp.array([0.0, 1.0]), lever])
+
+    def friction_jacobian_dot_qd(self, q, qd):
+        bend = self.k * qd[0] ** 2 + 2 * self.g * q[0] * qd[0] * qd[1]
+        return jnp.stack([0.0, 0.0, bend])
+
+
+_LEVER_TS = jnp.linspace(0.0, 2.0, 401)
+
+
+@jax.jit
+@jax.vmap
+def _lever(k, g):
+    # C: limits 1.0/0.8, under the load t on x₁ from rest: breaks away at t = 1.
+    # A and B share x₂ (no load on it): B's kinetic level 0.5 is held by A's 1.0.
+    return jf.simulate(
+        _Lever(k, g),
+        jf.Coulomb(jnp.array([0.8, 1.0, 0.5]), jnp.array([1.0, 1.0, 0.6])),
+        q0=jnp.zeros(2),
+        qd0=jnp.zeros(2),
+        t1=2.0,
+        force=_Ramp(jnp.array([1.0, 0.0])),
+        ts=_LEVER_TS,
+        max_events=16,
+        throw=False,
+    )
+
+
+def test_element_redundant_only_at_rest_slips_from_the_breakaway():
+    # When C breaks away at t = 1, B's row equals A's, so B can be "stuck"
+    # with A holding x₂; but as x₁ moves, B stuck would stop x₁ through the
+    # lever k x₁ with a force growing like 1/x₁. B slips from t = 1 on, its
+    # slip k x₁ ẋ₁ growing like (t − 1)³ in the direction sign(k), at its
+    # kinetic level 0.5, which A holds. Then ẍ₁ = t − 0.8 − 0.5 |k| x₁ (B's
+    # force on x₁ through the lever): a closed form. Before the fix B stayed
+    # "stuck" while its slip velocity crept (the solve dropped its row), and
+    # broke away only once its pivot passed the zero-pivot tolerance.
+    # k = 0: B's row stays parallel to A's and B stays stuck, bit still.
+    ks = np.array([1.0, -2.0, 0.0])
+    sol = _lever(jnp.asarray(ks), jnp.array([0.0, 0.0, 1.0]))
+    assert np.all(sol.result == jf.RESULTS.successful)
+    np.testing.assert_array_equal(np.asarray(sol.stats["num_events"]), [1, 1, 1])
+    np.testing.assert_allclose(np.asarray(sol.event_times[:, 0]), 1.0, atol=1e-9)
+    ts = np.asarray(_LEVER_TS)
+    before, after = ts < 1.0, ts > 1.0
+    modes, slip = np.asarray(sol.modes), np.asarray(sol.slip_velocity)
+    q, qd = np.asarray(sol.q), np.asarray(sol.qd)
+    for i, k in enumerate(ks):
+        assert np.all(modes[i, before] == 0) and np.all(q[i, before] == 0.0)
+        assert np.all(modes[i, after, 0] == 1) and np.all(modes[i, after, 1] == 0)
+        assert np.all(q[i, :, 1] == 0.0) and np.all(qd[i, :, 1] == 0.0)
+        # Every stuck element's slip velocity is exactly zero.
+        assert np.all(slip[i][modes[i] == 0] == 0.0)
+        kappa = 0.5 * abs(k)
+        if k == 0:
+            assert np.all(modes[i, :, 2] == 0)
+            t = ts[after] - 1.0
+            x = 0.1 * t**2 + t**3 / 6
+        else:
+            assert np.all(modes[i, after, 2] == np.sign(k))
+            friction = np.asarray(sol.friction)[i, after, 2]
+            np.testing.assert_allclose(friction, 0.5 * np.sign(k))
+            w, t = np.sqrt(kappa), ts[after] - 1.0
+            # x'' + κx = t − 0.8 from rest at t = 1.
+            x = (ts[after] - 0.8 - 0.2 * np.cos(w * t) - np.sin(w * t) / w) / kappa
+        np.testing.assert_allclose(q[i, after, 0], x, atol=1e-8)

@@ -33,6 +33,10 @@ _LCP_FORCE_TOL = 1e-9
 # forces (`psd_solve` with `limits`): steps, and the smallest relative weight.
 _LAWSON_STEPS = 100
 _LAWSON_FLOOR = 1e-6
+# A redundant stuck element creeps (`creep_directions`) when the dependence of
+# its row on the others changes along the motion by more than this fraction of
+# the change of the rows it depends on (rounding: ~1e-12).
+_CREEP_RTOL = 1e-6
 
 
 def psd_solve(
@@ -437,6 +441,73 @@ def stick_margin(
     return jnp.minimum(limit_pos - friction, limit_neg + friction)
 
 
+def follows(jac: jax.Array, stuck: jax.Array, along: Vector) -> jax.Array:
+    """Whether the motion `along` is one the stuck elements follow: a nonzero
+    ``w`` with ``|J_k w| <= 1e-6 max_a |J_ka| max_a |w_a|`` for every stuck
+    ``k`` (not the rounding of a state at rest, whose direction is noise)."""
+    size = jnp.max(jnp.abs(jac), axis=1) * jnp.max(jnp.abs(along))
+    followed = jnp.abs(jac @ along) <= _CREEP_RTOL * size
+    return jnp.any(along != 0) & jnp.all(followed | ~stuck)
+
+
+def creep_directions(
+    delassus: jax.Array,
+    jac: jax.Array,
+    stuck: jax.Array,
+    along: Vector,
+    curvature: SlipVector,
+) -> Int[jax.Array, " m"]:
+    """Stuck elements that cannot stay stuck although their stick forces are
+    finite here: rows redundant only at this configuration.
+
+    A zero pivot of the stuck Delassus block (`pivot_solve`) is a null vector
+    ``v`` with ``vᵀ J_S = 0``: element ``j`` of its set moves with the others
+    held, ``s_j = J_j q̇ = (vᵀ J_S(q) q̇) / v_j``, which vanishes here. Along
+    the motion ``w`` (the velocity, or the acceleration from rest) it grows
+    like ``ρ = vᵀ (J̇_S(w) w)`` (`curvature` = ``J̇(q, w) w``): by ``t·ρ/v_j``,
+    or ``t³ρ/(2 v_j)`` from rest. It stays zero when the redundancy holds at
+    every configuration near this one (two elements on one coordinate; a
+    closed chain's passive joints with its actuators stuck; then ``ρ`` is
+    rounding), and grows when it holds only here: the 3-PPRS's pin whose row
+    depends on a slipping slider through a lever that is zero in the
+    symmetric pose it breaks away from. Kept stuck, such an element would
+    need a stick force that grows like the inverse of the motion (the rigid
+    model has no bounded one), and a solve that drops its row lets it creep
+    instead; it slips from the event on, at its kinetic level. A motion that
+    the stuck elements do not follow (`follows`: the rounding of a state at
+    rest, whose direction is noise) counts as none. Of each null
+    vector's elements the one whose row changes most (largest
+    ``|v_j (J̇(w) w)_j|``) is released, in the direction of its slip
+    ``sign(ρ v_j)``.
+
+    Args:
+        delassus: ``J M⁻¹ Jᵀ``, shape ``(m, m)``.
+        jac: ``J``, shape ``(m, n)``.
+        stuck: the stuck elements, shape ``(m,)``.
+        along: the motion ``w``, shape ``(n,)``.
+        curvature: ``J̇(q, w) w``, shape ``(m,)``.
+
+    Returns:
+        Per element, ``+1``/``−1``: stuck and creeping, slips that way; ``0``
+        otherwise.
+    """
+    m = stuck.shape[0]
+    dtype = delassus.dtype
+    both = stuck[:, None] & stuck[None, :]
+    masked = jnp.where(both, delassus, jnp.eye(m, dtype=dtype))
+    _, upper, singular = pivot_solve(masked, jnp.zeros(m, dtype), zero_pivot_tol(dtype))
+    # Column k: the null vector of zero pivot k (zero for the others).
+    null = upper_solve(upper, jnp.diag(singular.astype(dtype)))
+    parts = null * jnp.where(stuck, curvature, 0.0)[:, None]
+    rho = jnp.sum(parts, axis=0)
+    creeps = singular & (jnp.abs(rho) > _CREEP_RTOL * jnp.sum(jnp.abs(parts), axis=0))
+    creeps = creeps & follows(jac, stuck, along)
+    element = jnp.argmax(jnp.abs(parts), axis=0)
+    direction = jnp.sign(rho * null[element, jnp.arange(m)])
+    chosen = (jnp.arange(m)[:, None] == element[None, :]) & creeps[None, :]
+    return jnp.sign(chosen.astype(dtype) @ direction).astype(jnp.int32)
+
+
 def consistent_modes(
     system: AbstractSystem,
     law: AbstractFrictionLaw,
@@ -449,6 +520,7 @@ def consistent_modes(
     *,
     release_first: bool | jax.Array = True,
     dynamics: Dynamics | None = None,
+    motion: Vector | None = None,
 ) -> tuple[Int[jax.Array, " m"], jax.Array]:
     """Choose modes for the elements at zero slip velocity (Farhat et al. 2010,
     Sec. 4.2 and Eq. 5–8).
@@ -494,6 +566,9 @@ def consistent_modes(
     coordinates, the iteration may not have found the split that holds, and
     an element is released early (a consistent set: it slips at its kinetic
     level without accelerating).
+    With `motion`, a stuck element whose row is redundant only at this
+    configuration (`creep_directions`) counts as outside its limits and is
+    released first, in the direction it will slip.
 
     Args:
         at_zero: boolean mask of elements whose slip velocity is (numerically)
@@ -507,6 +582,10 @@ def consistent_modes(
             time (one compilation for both, e.g. in tests).
         dynamics: `AbstractSystem.dynamics` at ``(q, q̇)`` when the caller has
             it.
+        motion: the velocities after the event (the elements at zero velocity
+            projected to exactly zero): with it, redundant stuck elements that
+            would creep are released (`creep_directions`, along ``motion``, or
+            along the accelerations where it is all zero); default none.
 
     Returns:
         ``(modes, consistent)``: the new modes (``int32``, shape ``(m,)``;
@@ -535,6 +614,16 @@ def consistent_modes(
     # acceleration; the event time is known to 1e-13 s): 1e-9 of the slip
     # acceleration that each element's static limit alone produces.
     rate_tol = 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * scale
+    if motion is not None:
+        # ∂J/∂q once (the candidates' motions differ, the configuration not);
+        # it only informs a discrete choice: no derivative through it.
+        frozen = jax.lax.stop_gradient((eqx.filter(system, eqx.is_array), q))
+        system_c = eqx.combine(frozen[0], system)
+        jac_q = jax.jacfwd(system_c.friction_jacobian)(frozen[1])
+
+        def curvature(w):
+            # J̇(q, w) w = (∂J/∂q · q̇(w)) w.
+            return jac_q @ system_c.coordinate_rate(frozen[1], w) @ w
 
     def violations(modes):
         direction = jnp.where(modes >= 0, 1.0, -1.0)
@@ -553,6 +642,15 @@ def consistent_modes(
         rate = parts.jac @ acc + parts.jdot_qd
         excess = jnp.maximum(friction - upper, -lower - friction) / size
         excess = jnp.where(stuck, excess, -jnp.inf)
+        creep = jnp.zeros_like(modes)
+        if motion is not None:
+            # Along the velocities, or from rest along the accelerations.
+            moving = follows(parts.jac, stuck, motion)
+            along = jax.lax.stop_gradient(jnp.where(moving, motion, acc))
+            creep = creep_directions(
+                parts.delassus, parts.jac, stuck, along, curvature(along)
+            )
+            excess = jnp.where(creep != 0, jnp.inf, excess)
         # Slip acceleration against the slip direction, beyond rounding.
         tol = rate_tol + 1e3 * jnp.finfo(rate.dtype).eps * jnp.max(jnp.abs(rate))
         against = jnp.where(checked & ~stuck, -direction * rate - tol, -jnp.inf)
@@ -561,26 +659,27 @@ def consistent_modes(
         # modes may be consistent without the most stuck elements (e.g. one of
         # two redundant elements slipping while the other holds their load).
         idle = at_zero & ~stuck & (direction * rate <= tol)
-        return friction, excess, against, finite, idle
+        return friction, excess, against, finite, idle, creep
 
     def iterate(_, carry):
         modes, turned = carry
-        friction, excess, against, _, _ = violations(modes)
+        friction, excess, against, _, _, creep = violations(modes)
         worst = jnp.argmax(excess)
         release = excess[worst] > 0
         wrong = jnp.argmax(against)
         turn = ~release & (against[wrong] > 0)
         target = jnp.where(release, worst, wrong)
+        pushed = jnp.where(friction[worst] > 0, 1, -1)
         new_mode = jnp.where(
             release,
-            jnp.where(friction[worst] > 0, 1, -1),
+            jnp.where(creep[worst] != 0, creep[worst], pushed),
             jnp.where(turned[wrong] & ~released[wrong], STICK, -modes[wrong]),
         ).astype(modes.dtype)
         change = (release | turn) & (index == target)
         return jnp.where(change, new_mode, modes), turned | (turn & (index == wrong))
 
     def is_consistent(modes):
-        _, excess, against, finite, idle = violations(modes)
+        _, excess, against, finite, idle, _ = violations(modes)
         return finite & ~jnp.any(excess > 0) & ~jnp.any(against > 0), jnp.any(idle)
 
     def release_and_turn(modes):

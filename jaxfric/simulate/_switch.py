@@ -414,6 +414,9 @@ def _switch(
         the modes consistent), and the new slip directions (`None` for scalar
         elements).
     """
+    # The mode choice reads the velocities before the event's projection
+    # (`isotropic_modes` its slip directions); the next segment starts from it.
+    projected = _project_velocity(system, q, qd, at_zero | breakaway, dynamics)
     if reference is not None:
         slip = dynamics.jac @ qd
         norm = block_norm(slip, law.rows_per_element)[0]
@@ -434,8 +437,9 @@ def _switch(
             at_zero & ~breakaway,
             released=breakaway,
             dynamics=dynamics,
+            motion=projected,
         )
-    qd = _project_velocity(system, q, qd, at_zero | breakaway, dynamics)
+    qd = projected
     stuck = modes == STICK
     hold = _joint_coordinates(dynamics.jac, stuck)
     friction, acc = friction_and_acceleration(
