@@ -14,7 +14,8 @@ import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 
-from .._linalg import pivot_solve, spd_solve, upper_solve, zero_pivot_tol
+from .. import _linalg
+from .._linalg import null_vectors, pivot_solve, spd_solve, zero_pivot_tol
 from .._math import block_dot, block_norm
 from .._types import Coordinates, Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
@@ -92,13 +93,10 @@ def psd_solve(
         weights = split_weights(limits, a)
 
     def least_norm(x):
-        # The null vectors of the zero pivots: columns of upper⁻¹ diag(singular).
-        null = upper_solve(upper, jnp.diag(singular.astype(a.dtype)))
+        null = null_vectors(upper, singular)
 
         def project(inverse_weights, x, null):
-            scaled = null * inverse_weights[:, None]
-            gram = null.T @ scaled + jnp.diag((~singular).astype(a.dtype))
-            return x - null @ spd_solve(gram, scaled.T @ x)
+            return _linalg.least_norm(x, null, singular, inverse_weights)
 
         if limits is None or x.ndim > 1:
             return project(1.0 / weights, x, null)
@@ -497,7 +495,7 @@ def creep_directions(
     masked = jnp.where(both, delassus, jnp.eye(m, dtype=dtype))
     _, upper, singular = pivot_solve(masked, jnp.zeros(m, dtype), zero_pivot_tol(dtype))
     # Column k: the null vector of zero pivot k (zero for the others).
-    null = upper_solve(upper, jnp.diag(singular.astype(dtype)))
+    null = null_vectors(upper, singular)
     parts = null * jnp.where(stuck, curvature, 0.0)[:, None]
     rho = jnp.sum(parts, axis=0)
     creeps = singular & (jnp.abs(rho) > _CREEP_RTOL * jnp.sum(jnp.abs(parts), axis=0))
