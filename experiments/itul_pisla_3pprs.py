@@ -264,8 +264,10 @@ def forward(settings, chain, fric):
             steps=int(sol.stats["num_steps"]),
             stick_phases=phases,
             stuck_points=int(np.sum(modes[:, :6] == 0)),
-            passive_stuck_points=int(np.sum(modes[:, 6:] == 0)),
             stuck_speed=max(speeds, default=0.0),
+            # Every stuck element, pins included: slip velocity exactly zero.
+            stuck_slip=float(np.max(np.abs(slip[~moving]), initial=0.0)),
+            passive_stuck_points=int(np.sum(~moving[:, 6:])),
             stuck_spread=max(spreads, default=0.0),
             level_error=level_error,
             stuck_excess=stuck_excess,
@@ -500,6 +502,12 @@ def main():
                 f"{name}: stuck sliders have velocity exactly 0.0 (max "
                 f"{r['stuck_speed']:.1e}) and constant position (spread "
                 f"{r['stuck_spread']:.1e} m) at {r['stuck_points']} saves",
+            ),
+            claim(
+                r["stuck_slip"] == 0.0,
+                f"{name}: every stuck element, the pins' "
+                f"{r['passive_stuck_points']} stuck saves included, slips at "
+                f"exactly 0.0 (max {r['stuck_slip']:.1e})",
             ),
             claim(
                 max(r["level_error"], r["stuck_excess"] or 0.0)
