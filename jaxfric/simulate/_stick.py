@@ -13,6 +13,7 @@ import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+from jax.extend.core import Var
 
 from .. import _linalg
 from .._linalg import null_vectors, pivot_solve, spd_solve, zero_pivot_tol
@@ -36,7 +37,9 @@ _LAWSON_STEPS = 100
 _LAWSON_FLOOR = 1e-6
 # A redundant stuck element creeps (`creep_directions`) when the dependence of
 # its row on the others changes along the motion by more than this fraction of
-# the change of the rows it depends on (rounding: ~1e-12).
+# the change of the rows it depends on (rounding: ~1e-12); a motion is one the
+# stuck elements follow (`follows`) when their slips are below this fraction
+# of its size.
 _CREEP_RTOL = 1e-6
 
 
@@ -439,6 +442,23 @@ def stick_margin(
     return jnp.minimum(limit_pos - friction, limit_neg + friction)
 
 
+def _depends_on(fn, x) -> bool:
+    """Whether ``fn(x)`` depends on ``x`` in its traced program (static): every
+    equation fed by ``x`` counts, so a constant result (a lumped system's or a
+    robot's joint-friction ``J``) is found and anything else assumed to
+    vary."""
+    jaxpr = jax.make_jaxpr(fn)(x).jaxpr
+    fed = set(jaxpr.invars)
+
+    def any_fed(variables):
+        return any(isinstance(v, Var) and v in fed for v in variables)
+
+    for eqn in jaxpr.eqns:
+        if any_fed(eqn.invars):
+            fed.update(eqn.outvars)
+    return any_fed(jaxpr.outvars)
+
+
 def follows(jac: jax.Array, stuck: jax.Array, along: Vector) -> jax.Array:
     """Whether the motion `along` is one the stuck elements follow: a nonzero
     ``w`` with ``|J_k w| <= 1e-6 max_a |J_ka| max_a |w_a|`` for every stuck
@@ -612,6 +632,10 @@ def consistent_modes(
     # acceleration; the event time is known to 1e-13 s): 1e-9 of the slip
     # acceleration that each element's static limit alone produces.
     rate_tol = 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * scale
+    # A constant J has no redundancy that holds at one configuration only
+    # (and the check costs 2–9 % of a small program's compile time).
+    if motion is not None and not _depends_on(system.friction_jacobian, q):
+        motion = None
     if motion is not None:
         # ∂J/∂q once (the candidates' motions differ, the configuration not);
         # it only informs a discrete choice: no derivative through it.
