@@ -261,6 +261,7 @@ def main(settings) -> bool:
         dict(engine="jaxfric", threads=1, single_ms=1e3 * t_single,
              batch_ms=1e3 * t_batch / len(scales)),
     ]  # fmt: skip
+    traces = {"jaxfric": qd}
     for variant in mj["variants"]:
         dt = variant.get("timestep", mj["timestep"])
         steps = int(round(t1 / dt))
@@ -277,6 +278,7 @@ def main(settings) -> bool:
         # MuJoCo's state after step k is at (k + 1)·dt; at the saves:
         index = np.clip(np.round(np.asarray(ts) / dt).astype(int) - 1, 0, steps - 1)
         lengths, speeds = qpos[index][:, legs], qvel[index][:, dofs]
+        traces[variant["name"]] = speeds
         rows.append(
             dict(
                 engine="MuJoCo",
@@ -360,11 +362,36 @@ def main(settings) -> bool:
     ]
     ok = print_claims(claims)
     out = results_dir(NAME)
+    _plot(np.asarray(ts), traces, stuck, out / "figure.png")
     write_json(
         {"accuracy": rows, "timings": timings, "claims": claims},
         out / "summary.json",
     )
     return ok
+
+
+def _plot(ts, traces, stuck, path):
+    """The velocity of the leg that sticks longest, every engine, at the saves;
+    and its size on a log scale where jaxfric holds that leg stuck (jaxfric's
+    exact 0.0 is drawn at 1e-18)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    k = int(np.argmax(stuck.sum(axis=0)))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for name, speeds in traces.items():
+        top.plot(ts, speeds[:, k], label=name, lw=1.5 if name == "jaxfric" else 1)
+        size = np.where(stuck[:, k], np.maximum(np.abs(speeds[:, k]), 1e-18), np.nan)
+        bottom.semilogy(ts, size, ".", ms=3, label=name)
+    top.set_ylabel(f"leg {k + 1} velocity (m/s)")
+    top.legend(fontsize=7)
+    bottom.set_ylabel(f"|leg {k + 1} velocity| while\njaxfric sticks (m/s)")
+    bottom.set_xlabel("t (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def stick_spread(lengths, stuck) -> float:
