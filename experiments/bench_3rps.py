@@ -31,6 +31,7 @@ Run: ``python experiments/bench_3rps.py [SETTINGS.toml]``.
 """
 
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
@@ -45,6 +46,7 @@ from _common import (
     print_table,
     read_settings,
     results_dir,
+    stick_phases,
     write_json,
 )
 
@@ -156,8 +158,6 @@ def mujoco_state(spec, q_tree, qd_tree):
 def mujoco_rollout(model, starts, controls, steps, threads):
     """``(wall s, states)`` of `mujoco.rollout` from each start ``(qpos,
     qvel)`` with open-loop `controls` (members, steps, actuators)."""
-    import time
-
     import mujoco
     from mujoco import rollout
 
@@ -399,8 +399,7 @@ def stick_spread(lengths, stuck) -> float:
     of saves where `stuck`), m."""
     spread = 0.0
     for k in range(stuck.shape[1]):
-        edges = np.flatnonzero(np.diff(np.concatenate([[0], stuck[:, k], [0]])))
-        for a, b in zip(edges[::2], edges[1::2], strict=True):
+        for a, b in stick_phases(stuck[:, k]):
             spread = max(spread, float(np.ptp(lengths[a:b, k])))
     return spread
 

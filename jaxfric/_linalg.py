@@ -223,14 +223,14 @@ def min_norm_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     aᵀb`` solved by `pivot_solve`, which skips the zero pivots of the
     semidefinite ``aᵀa`` (a column of ``a`` that depends on those before it:
     the pivot is the squared sine of its angle to their span), then
-    `least_norm` removes the null-space part. The form ``x = aᵀ y`` with
+    `drop_null_part` removes the null-space part. The form ``x = aᵀ y`` with
     ``a aᵀ y = b`` decided the rank of the larger ``a aᵀ`` instead, whose
     rows need not be comparable: at 3-PPRS poses 1e-5 m off its symmetric
     helix it miscounted a zero pivot and returned loop forces 9e-3 off
     NumPy's least squares (relative to forces of 1–6)."""
     x, upper, singular = pivot_solve(a.T @ a, a.T @ b, zero_pivot_tol(a.dtype))
     null = null_vectors(upper, singular)
-    return least_norm(x, null, singular, jnp.ones(a.shape[1], a.dtype))
+    return drop_null_part(x, null, singular, jnp.ones(a.shape[1], a.dtype))
 
 
 def null_vectors(upper: jax.Array, singular: jax.Array) -> jax.Array:
@@ -240,7 +240,7 @@ def null_vectors(upper: jax.Array, singular: jax.Array) -> jax.Array:
     return upper_solve(upper, jnp.diag(singular.astype(upper.dtype)))
 
 
-def least_norm(
+def drop_null_part(
     x: jax.Array, null: jax.Array, singular: jax.Array, inverse_weights: jax.Array
 ) -> jax.Array:
     """``x`` (shape ``(n,)`` or ``(n, k)``) less its part along the `null`

@@ -15,8 +15,13 @@ import jax
 import jax.numpy as jnp
 from jax.extend.core import Var
 
-from .. import _linalg
-from .._linalg import null_vectors, pivot_solve, spd_solve, zero_pivot_tol
+from .._linalg import (
+    drop_null_part,
+    null_vectors,
+    pivot_solve,
+    spd_solve,
+    zero_pivot_tol,
+)
 from .._math import block_dot, block_norm
 from .._types import Coordinates, Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
@@ -99,7 +104,7 @@ def psd_solve(
         null = null_vectors(upper, singular)
 
         def project(inverse_weights, x, null):
-            return _linalg.least_norm(x, null, singular, inverse_weights)
+            return drop_null_part(x, null, singular, inverse_weights)
 
         if limits is None or x.ndim > 1:
             return project(1.0 / weights, x, null)
@@ -149,11 +154,16 @@ def masked_solve(
     identity rows, so the masked block is solved inside an ``m × m`` system.
     The block may be semidefinite (`psd_solve`, least weighted norm).
     """
-    both = mask[:, None] & mask[None, :]
-    eye = jnp.eye(mask.shape[0], dtype=matrix.dtype)
     rows = mask if rhs.ndim == 1 else mask[:, None]
-    matrix, rhs = jnp.where(both, matrix, eye), jnp.where(rows, rhs, 0.0)
+    matrix, rhs = _masked_block(matrix, mask), jnp.where(rows, rhs, 0.0)
     return psd_solve(matrix, rhs, least_norm, limits)
+
+
+def _masked_block(matrix: jax.Array, mask: jax.Array) -> jax.Array:
+    """`matrix` with the rows and columns outside `mask` replaced by identity
+    rows: the masked block inside a fixed-shape ``m × m`` system."""
+    both = mask[:, None] & mask[None, :]
+    return jnp.where(both, matrix, jnp.eye(mask.shape[0], dtype=matrix.dtype))
 
 
 def free_acceleration(
@@ -511,8 +521,7 @@ def creep_directions(
     """
     m = stuck.shape[0]
     dtype = delassus.dtype
-    both = stuck[:, None] & stuck[None, :]
-    masked = jnp.where(both, delassus, jnp.eye(m, dtype=dtype))
+    masked = _masked_block(delassus, stuck)
     _, upper, singular = pivot_solve(masked, jnp.zeros(m, dtype), zero_pivot_tol(dtype))
     # Column k: the null vector of zero pivot k (zero for the others).
     null = null_vectors(upper, singular)
