@@ -183,20 +183,23 @@ def mujoco_rollout(model, starts, controls, steps, threads):
         return time.perf_counter() - start, states
 
 
-def main(settings) -> bool:
+def problem(settings):
+    """``(chain, spec, mech, law, controller, run, ts)`` of the settings: the 3-RPS,
+    the PD controller of a batch member (its reference scaled by ``scale``) and
+    its jaxfric run (`scale` to `jaxfric.Solution`) on the exact switch path
+    (``[jaxfric]`` tolerances)."""
     base = read_settings(CONFIGS / f"{settings['mechanism_from']}.toml")
     mech = base["mechanism"]
     chain, spec = rps.build_chain(mech)
     home = jnp.asarray(spec["q_home"][[1, 6, 8]])
     law = jf.Coulomb(jnp.full(3, settings["fc"]))
-    jcfg, mj = settings["jaxfric"], settings["mujoco"]
-    t1, kp, kd = settings["t1"], settings["kp"], settings["kd"]
+    jcfg, t1 = settings["jaxfric"], settings["t1"]
     ts = jnp.linspace(0.0, t1, settings["num_save"])
 
     def controller(scale):
         ref = rps.reference(base, settings["trajectory"], home)
         ref = jf.forces.FourierSeries(scale * ref.a, scale * ref.b, ref.omega, home)
-        return jf.forces.PD(ref, kp, kd)
+        return jf.forces.PD(ref, settings["kp"], settings["kd"])
 
     def run(scale):
         pd = controller(scale)
@@ -207,6 +210,13 @@ def main(settings) -> bool:
             max_events=jcfg["max_events"],
         )  # fmt: skip
 
+    return chain, spec, mech, law, controller, run, ts
+
+
+def main(settings) -> bool:
+    chain, spec, mech, law, controller, run, ts = problem(settings)
+    mj = settings["mujoco"]
+    t1, kp, kd = settings["t1"], settings["kp"], settings["kd"]
     single, batch = jax.jit(run), jax.jit(jax.vmap(run))
     scales = jnp.linspace(*settings["scale"], settings["batch"])
     one = jnp.asarray(1.0)
