@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jaxfric as jf
-from jaxfric.simulate._stick import consistent_modes, friction_and_acceleration
+from jaxfric.simulate._stick import consistent_modes, friction_at_modes
 
 # Brute force and certificate: a stick force may exceed its limit, and a
 # slipping element accelerate against its direction, by this much relative to
@@ -66,7 +66,7 @@ def _choose(mass, jac, fc, fs, net, release_first):
             system, law, q, q, net, jnp.zeros(m, jnp.int32), at_zero,
             release_first=release_first,
         )  # fmt: skip
-        friction, acc = friction_and_acceleration(system, law, q, q, net, modes)
+        friction, acc, _ = friction_at_modes(system, law, q, q, net, modes)
         return modes, ok, friction, acc
 
     return jax.vmap(one)(mass, jac, fc, fs, net)

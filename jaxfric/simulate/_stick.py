@@ -260,25 +260,6 @@ def solve_stick(
     return friction, acc
 
 
-def friction_and_acceleration(
-    system: AbstractSystem,
-    law: AbstractFrictionLaw,
-    q: Coordinates,
-    qd: Vector,
-    net: Vector,
-    modes: Int[jax.Array, " m"],
-    split: bool = True,
-    dynamics: Dynamics | None = None,
-    reference: SlipVector | None = None,
-) -> tuple[SlipVector, Vector]:
-    """Friction and accelerations for fixed modes (the vector field of a
-    segment): `friction_at_modes` without the law at the state."""
-    friction, acc, _ = friction_at_modes(
-        system, law, q, qd, net, modes, split, dynamics, reference=reference
-    )
-    return friction, acc
-
-
 # Jitted: traced once per signature wherever it is called again (every stick
 # solve of the switch path goes through here; shorter tracing of gradients).
 @eqx.filter_jit

@@ -67,7 +67,6 @@ from ._stick import (
     STICK,
     consistent_modes,
     free_acceleration,
-    friction_and_acceleration,
     friction_at_modes,
     isotropic_modes,
     load_coupling_at_modes,
@@ -212,9 +211,10 @@ def _vector_field(t, y, seg: _Segment):
     net, rate, dynamics = _net_force(seg.system, seg.force, t, q, qd, x)
     # Accelerations only: how redundant stuck elements split their load is
     # not needed here (and its correction would be compiled at every stage).
-    _, acc = friction_and_acceleration(
-        seg.system, seg.law, q, qd, net, seg.modes, False, dynamics, seg.reference
-    )
+    _, acc, _ = friction_at_modes(
+        seg.system, seg.law, q, qd, net, seg.modes, False, dynamics,
+        reference=seg.reference,
+    )  # fmt: skip
     # Exact zeros keep a stuck joint's position constant to the last bit.
     dq = seg.system.coordinate_rate(q, jnp.where(seg.hold, 0.0, qd))
     held = seg.hold
@@ -442,7 +442,7 @@ def _switch(
     qd = projected
     stuck = modes == STICK
     hold = _joint_coordinates(dynamics.jac, stuck)
-    friction, acc = friction_and_acceleration(
+    friction, acc, _ = friction_at_modes(
         system, law, q, qd, net, modes, dynamics=dynamics, reference=reference
     )
     ok = jnp.all(jnp.isfinite(friction)) & jnp.all(jnp.isfinite(acc))
@@ -685,7 +685,7 @@ def _solution(system, law, force, ts, final: _Carry, event_times, num_vf_evals):
 
     def friction_at(t, q, qd, x, modes, *reference):
         net, _, dynamics = _net_force(system, force, t, q, qd, x)
-        f, _ = friction_and_acceleration(
+        f, _, _ = friction_at_modes(
             system, law, q, qd, net, modes, dynamics=dynamics,
             reference=reference[0] if reference else None,
         )  # fmt: skip
