@@ -57,7 +57,12 @@ import _three_rps as rps  # noqa: E402
 import bench_3rps  # noqa: E402
 import bench_closed_chain  # noqa: E402
 from _four_bar import breakaway_time, make_four_bar  # noqa: E402
-from bench_gpu import four_bar_member, timed  # noqa: E402
+from bench_gpu import (  # noqa: E402
+    four_bar_member,
+    row as gpu_row,
+    sim_row,
+    timed,
+)
 
 NAME = "bench_mjx"
 # The creep column: the four-bar crank's angle change before t*, the 3-RPS legs'
@@ -115,15 +120,13 @@ def site_gap(site_xpos, pairs) -> float:
 
 
 def row(engine, n, first, best, failed, **checks):
-    return dict(
-        engine=engine,
-        batch=n,
-        first_call_s=first,
-        per_sim_ms=1e3 * best / n,
-        failed=int(failed),
-        load=load_average()[0],
-        **checks,
-    )
+    """`bench_gpu.row` keyed by engine."""
+    return gpu_row(engine, n, first, best, failed, engine=engine, **checks)
+
+
+def jaxfric_row(n, first, best, sol, **checks):
+    """`bench_gpu.sim_row` of a jaxfric batch, keyed by engine."""
+    return sim_row("jaxfric", n, first, best, sol, engine="jaxfric", **checks)
 
 
 def four_bar(cfg, sizes, repeats):
@@ -140,17 +143,9 @@ def four_bar(cfg, sizes, repeats):
         first, best, sol = timed(batch, (jnp.asarray(rates),), repeats)
         q = np.asarray(sol.q)[..., 0]
         before = ts[None, :] < star[:, None]
-        rows.append(
-            row(
-                "jaxfric",
-                n,
-                first,
-                best,
-                np.sum(np.asarray(sol.result._value) != 0),
-                t_error=float(np.max(np.abs(np.asarray(sol.event_times[:, 0]) - star))),
-                creep=float(np.max(np.abs(q - theta0)[before])),
-            )
-        )
+        t_error = float(np.max(np.abs(np.asarray(sol.event_times[:, 0]) - star)))
+        creep = float(np.max(np.abs(q - theta0)[before]))
+        rows.append(jaxfric_row(n, first, best, sol, t_error=t_error, creep=creep))
         for variant in cfg["mjx_variants"]:
             dt = variant["timestep"]
             model = bench_closed_chain.mujoco_model(mech, prob, variant, dt)
@@ -213,19 +208,13 @@ def three_rps(cfg, sizes, repeats):
         stuck = np.asarray(sol.modes) == 0
         inside = stuck & np.roll(stuck, 1, axis=1) & np.roll(stuck, -1, axis=1)
         inside[:, [0, -1]] = False
-        rows.append(
-            row(
-                "jaxfric",
-                n,
-                first,
-                best,
-                np.sum(np.asarray(sol.result._value) != 0),
-                creep=float(np.max(np.abs(qd[stuck]), initial=0.0)),
-                gap=float(closure(sol.q)),
-                events=int(np.max(sol.stats["num_events"])),
-                stuck_points=int(inside.sum()),
-            )
+        checks = dict(
+            creep=float(np.max(np.abs(qd[stuck]), initial=0.0)),
+            gap=float(closure(sol.q)),
+            events=int(np.max(sol.stats["num_events"])),
+            stuck_points=int(inside.sum()),
         )
+        rows.append(jaxfric_row(n, first, best, sol, **checks))
         q_tree, qd_tree = (np.asarray(x) for x in starts(jnp.asarray(scales)))
         mj_start = [
             bench_3rps.mujoco_state(spec, a, b)
