@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import optimistix as optx
 
 from .._types import Coordinates, SlipVector, Vector
-from ..systems import AbstractSystem, JointReactions
+from ..systems import AbstractSystem, Dynamics, JointReactions
 from ._law import AbstractFrictionLaw
 
 
@@ -42,6 +42,7 @@ def solve_load_coupling(
     acc_net: Vector,
     minv_jt: jax.Array,
     friction_of: Callable[[AbstractFrictionLaw], SlipVector],
+    dynamics: Dynamics | None = None,
 ) -> LoadCoupling:
     """The friction ``f`` with ``f = friction_of(law at the reactions of f)``.
 
@@ -62,6 +63,8 @@ def solve_load_coupling(
         minv_jt: ``M⁻¹Jᵀ``.
         friction_of: the friction of every element given the law at the loads
             (e.g. a stick solve with fixed modes).
+        dynamics: `system.dynamics(q, q̇)`, which the reactions reuse where
+            they share work with it (a closed chain's closure solve).
 
     Returns:
         A `LoadCoupling`: the friction, the law at its reactions, whether the
@@ -71,7 +74,7 @@ def solve_load_coupling(
 
     def reactions(friction):
         acc = acc_net - minv_jt @ friction
-        return system.joint_reactions(q, qd, acc, applied, friction)
+        return system.joint_reactions(q, qd, acc, applied, friction, dynamics)
 
     # One evaluation of the reactions and their linear map: `jacfwd` would
     # trace the reactions once more for its primal, and a closed chain's

@@ -175,6 +175,7 @@ class _LoadedDynamicFriction(eqx.Module):
             acc_net,
             minv_jt,
             lambda law_at: law_at.force(state, slip_velocity),
+            dynamics,
         )
 
 

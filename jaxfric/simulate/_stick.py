@@ -365,6 +365,7 @@ def _at_modes(system, law, q, qd, net, modes, split, dynamics, parts, reference)
         parts.acc_net,
         parts.minv_jt,
         lambda law_at: solve(law_at)[0],
+        dynamics,
     )
     return solve, law, coupling
 

@@ -9,7 +9,7 @@ and m = `n_friction` friction elements acting on slip coordinates
 """
 
 import abc
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
 import equinox.internal as eqxi
@@ -38,6 +38,10 @@ class Dynamics(NamedTuple):
     bias: Vector  # h(q, q̇), N or N·m
     jac: Jacobian  # J(q)
     jdot_qd: SlipVector  # J̇(q, q̇) q̇
+    # What the system computed on the way that its `joint_reactions` at the
+    # same state can reuse (a closed chain's assembled tree state: its closure
+    # solve); None for systems with nothing to share.
+    shared: Any = None
 
 
 class JointReactions(NamedTuple):
@@ -209,15 +213,18 @@ class AbstractSystem(eqx.Module):
         qdd: Vector,
         applied: Vector,
         friction: SlipVector,
+        dynamics: Dynamics | None = None,
     ) -> JointReactions:
         """The reaction wrenches of the joints that carry the friction elements
         at the state ``(q, q̇, q̈)`` under the generalised forces `applied` and
         the friction `friction` (N or N·m): the loads of reaction-load friction
         (`jaxfric.friction.JointFriction`). Only systems made of joints have
         them (`RigidBodyTree`, `ClosedChain`); the default raises
-        `NotImplementedError`.
+        `NotImplementedError`. `dynamics`, when given, is `dynamics(q, q̇)` at
+        the same state: a system reuses what it shares with the reactions
+        (`Dynamics.shared`) instead of computing it again.
         """
-        del q, qd, qdd, applied, friction
+        del q, qd, qdd, applied, friction, dynamics
         raise NotImplementedError(
             f"{type(self).__name__} has no joint reactions: reaction-load joint "
             "friction (JointFriction) needs a system made of joints, e.g. "

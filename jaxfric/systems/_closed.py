@@ -686,23 +686,34 @@ class ClosedChain(AbstractSystem):
         return self._reactions(q, qd, qdd, applied, friction)[2]
 
     def joint_reactions(
-        self, q: Vector, qd: Vector, qdd: Vector, applied: Vector, friction: SlipVector
+        self,
+        q: Vector,
+        qd: Vector,
+        qdd: Vector,
+        applied: Vector,
+        friction: SlipVector,
+        dynamics: Dynamics | None = None,
     ) -> JointReactions:
         """The reaction wrench of every tree joint with a friction element, the
         loop forces included (`joint_wrenches`), in the joint's friction frame
         (``z`` along its axis): the loads of reaction-load joint friction
         (`jaxfric.friction.JointFriction`). In a closed chain they depend on
         the applied forces and the friction directly, through the loop
-        forces."""
+        forces. With `dynamics` (`dynamics(q, q̇)` at this state) the closure is
+        not solved again: its tree state is reused."""
         self.check_vectors(q=q, qd=qd, qdd=qdd, applied=applied, friction=friction)
-        q_tree, _, wrenches = self._reactions(q, qd, qdd, applied, friction)
+        shared = None if dynamics is None else dynamics.shared
+        q_tree, _, wrenches = self._reactions(q, qd, qdd, applied, friction, shared)
         return friction_joint_reactions(self.tree, wrenches, q_tree)
 
-    def _reactions(self, q, qd, qdd, applied, friction):
+    def _reactions(self, q, qd, qdd, applied, friction, tree_state=None):
         """``(q_tree, λ, wrenches)`` of `loop_forces` and `joint_wrenches` from
         one closure solve (each a `while_loop`: the load coupling of
-        reaction-load friction evaluates this at every step)."""
-        q_tree, qd_tree, rows, c, jac = self._tree_state(q, qd)
+        reaction-load friction evaluates this at every step), or none where
+        `tree_state` (`_tree_state` at ``(q, q̇)``) is given."""
+        if tree_state is None:
+            tree_state = self._tree_state(q, qd)
+        q_tree, qd_tree, rows, c, jac = tree_state
         qdd_tree = rows @ qdd + c
         lhs = self.tree.inverse_dynamics(q_tree, qd_tree, qdd_tree)
         lhs = lhs.at[jnp.asarray(self.independent, int)].add(-applied)
@@ -780,7 +791,8 @@ def _position_terms(chain: ClosedChain, z):
 def _all_terms(chain: ClosedChain, z, zd) -> Dynamics:
     """`ClosedChain.dynamics`: one `tree_state` for every term (`bias_force` and
     `friction_jacobian_dot_qd` read theirs from it too; XLA drops the rest)."""
-    q, qd, rows, c = chain.tree_state(z, zd)
+    state = chain._tree_state(z, zd)
+    q, qd, rows, c, _ = state
     tree = chain.tree
     mass = tree.mass_matrix(q)
     joints = jnp.asarray(tree.friction_joints, int)
@@ -789,6 +801,7 @@ def _all_terms(chain: ClosedChain, z, zd) -> Dynamics:
         rows.T @ (mass @ c + tree.bias_force(q, qd)),
         rows[joints],
         c[joints],
+        shared=state,
     )
 
 

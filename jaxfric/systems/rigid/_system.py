@@ -281,13 +281,20 @@ class RigidBodyTree(AbstractSystem):
         return _dynamics.joint_wrenches(self.model, q, qd, qdd)
 
     def joint_reactions(
-        self, q: Vector, qd: Vector, qdd: Vector, applied: Vector, friction: SlipVector
+        self,
+        q: Vector,
+        qd: Vector,
+        qdd: Vector,
+        applied: Vector,
+        friction: SlipVector,
+        dynamics: Dynamics | None = None,
     ) -> JointReactions:
         """The reaction wrench of every joint with a friction element (rows of
         `joint_wrenches`: Newton–Euler, Featherstone 2008, Table 5.1) in the
         joint's friction frame, ``z`` along its axis. In a tree the reactions
         follow from the motion alone: `applied` and `friction` change them only
-        through ``q̈``."""
+        through ``q̈``; `dynamics` has nothing to share with them."""
+        del dynamics
         self.check_vectors(q=q, qd=qd, qdd=qdd, applied=applied, friction=friction)
         return friction_joint_reactions(
             self, _dynamics.joint_wrenches(self.model, q, qd, qdd), q
