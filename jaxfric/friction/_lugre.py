@@ -5,6 +5,8 @@ rotational elements); it joins the ODE state and is integrated by a stiff-capabl
 solver (`jaxfric.simulate` picks one).
 """
 
+import abc
+
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike
@@ -28,7 +30,38 @@ def _abs(v):
     return v * jnp.sign(v)
 
 
-class LuGre(AbstractDynamicLaw):
+class _AbstractBristleLaw(AbstractDynamicLaw):
+    """A bristle law (Canudas de Wit et al. 1995, Sec. 2; MotionSolve Comment 7
+    for vector elements): the state ``z`` is the mean bristle deflection,
+    relaxed at rest, and ``ż = v − σ0·|v|·z / g(v)`` with the final class's
+    slip speed ``|v|`` and level ``g``."""
+
+    sigma0: eqx.AbstractVar[Float[Array, "..."]]
+
+    @abc.abstractmethod
+    def slip_speed(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """``|v|`` per row (a vector element's speed on each of its rows),
+        m/s."""
+
+    @abc.abstractmethod
+    def stribeck_curve(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """``g(v)``, the level the bristles settle at while slipping at ``v``
+        (N or N·m; per unit normal force for contact laws)."""
+
+    def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """Relaxed bristles, ``z = 0``."""
+        return jnp.zeros_like(jnp.asarray(slip_velocity, dtype=float))
+
+    def state_derivative(
+        self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
+    ) -> SlipVector:
+        """``ż = v − σ0·|v|·z / g(v)``, m/s (Canudas de Wit et al. 1995)."""
+        v = jnp.asarray(slip_velocity)
+        z = jnp.asarray(state)
+        return v - self.sigma0 * self.slip_speed(v) * z / self.stribeck_curve(v)
+
+
+class LuGre(_AbstractBristleLaw):
     """The LuGre law, Canudas de Wit, Olsson, Åström & Lischinsky 1995, Sec. 2
     (their ``g`` is in length units: ``g_paper = g/σ0``):
 
@@ -126,22 +159,14 @@ class LuGre(AbstractDynamicLaw):
             vs=vs,
         )
 
+    def slip_speed(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """``|v|``, m/s (derivative 0 at rest)."""
+        return _abs(jnp.asarray(slip_velocity))
+
     def stribeck_curve(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
         """``g(v) = fc + (fs − fc)·exp(−(v/vs)²)``, N (N·m)."""
         x = jnp.asarray(slip_velocity) / self.vs
         return self.fc + (self.fs - self.fc) * jnp.exp(-(x**2))
-
-    def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
-        """Relaxed bristles, ``z = 0``."""
-        return jnp.zeros_like(jnp.asarray(slip_velocity, dtype=float))
-
-    def state_derivative(
-        self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
-    ) -> SlipVector:
-        """``ż = v − σ0·|v|·z / g(v)``, m/s (Canudas de Wit et al. 1995)."""
-        v = jnp.asarray(slip_velocity)
-        z = jnp.asarray(state)
-        return v - self.sigma0 * _abs(v) * z / self.stribeck_curve(v)
 
     def force(
         self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
@@ -153,7 +178,7 @@ class LuGre(AbstractDynamicLaw):
         return self.sigma0 * z + self.sigma1 * zdot + self.sigma2 * v
 
 
-class Dahl(AbstractDynamicLaw):
+class Dahl(_AbstractBristleLaw):
     """The Dahl law with exponent 1 (Dahl 1968; Canudas de Wit et al. 1995, Sec. 2):
 
         ``ż = v − σ0·|v|·z / fc``,   ``f = σ0·z``.
@@ -180,16 +205,13 @@ class Dahl(AbstractDynamicLaw):
             InRange("fc", self.fc, lower=0.0, lower_open=True),
         )
 
-    def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
-        """Relaxed bristles, ``z = 0``."""
-        return jnp.zeros_like(jnp.asarray(slip_velocity, dtype=float))
+    def slip_speed(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """``|v|``, m/s (derivative 0 at rest)."""
+        return _abs(jnp.asarray(slip_velocity))
 
-    def state_derivative(
-        self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
-    ) -> SlipVector:
-        """``ż = v − σ0·|v|·z / fc``, m/s."""
-        v = jnp.asarray(slip_velocity)
-        return v - self.sigma0 * _abs(v) * jnp.asarray(state) / self.fc
+    def stribeck_curve(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """``g(v) = fc`` at every slip velocity, N (N·m): no Stribeck dip."""
+        return self.fc * jnp.ones_like(jnp.asarray(slip_velocity))
 
     def force(
         self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
@@ -201,7 +223,7 @@ class Dahl(AbstractDynamicLaw):
 __all__ = ["Dahl", "LuGre"]
 
 
-class ContactLuGre(AbstractDynamicLaw):
+class ContactLuGre(_AbstractBristleLaw):
     """LuGre friction with a normal force on vector elements: MotionSolve's
     N-dimensional LuGre (Force_JointFriction text, Comment 7; the friction
     ellipse of Comment 8 is a circle here), for friction in a contact plane.
@@ -274,22 +296,15 @@ class ContactLuGre(AbstractDynamicLaw):
             is_leaf=lambda x: x is None,
         )
 
+    def slip_speed(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
+        """The element's slip speed ``v_m`` on each of its rows, m/s: so
+        ``ż_i = v_i − σ0·v_m·z_i / g(v_m)`` (Comment 7)."""
+        return block_norm(slip_velocity, self.dims)[0]
+
     def stribeck_curve(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
         """``g(v_m) = μd + (μs − μd)·exp(−(v_m/vs)²)`` per row (dimensionless)."""
-        speed = block_norm(slip_velocity, self.dims)[0]
+        speed = self.slip_speed(slip_velocity)
         return self.mu_d + (self.mu_s - self.mu_d) * jnp.exp(-((speed / self.vs) ** 2))
-
-    def init_state(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
-        """Relaxed bristles, ``z = 0``, m."""
-        return jnp.zeros_like(jnp.asarray(slip_velocity, dtype=float))
-
-    def state_derivative(
-        self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
-    ) -> SlipVector:
-        """``ż_i = v_i − σ0·v_m·z_i / g(v_m)``, m/s (Comment 7)."""
-        v = jnp.asarray(slip_velocity)
-        speed = block_norm(v, self.dims)[0]
-        return v - self.sigma0 * speed * jnp.asarray(state) / self.stribeck_curve(v)
 
     def force(
         self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
