@@ -217,28 +217,16 @@ def main(settings) -> bool:
     chain, spec, mech, law, controller, run, ts = problem(settings)
     mj = settings["mujoco"]
     t1, kp, kd = settings["t1"], settings["kp"], settings["kd"]
-    single, batch = jax.jit(run), jax.jit(jax.vmap(run))
     scales = jnp.linspace(*settings["scale"], settings["batch"])
-    one = jnp.asarray(1.0)
     passes = settings["timing_passes"]
-    sol = jax.block_until_ready(single(one))
-    t_single, _ = best_time(single, (one,), passes)
-    sols = jax.block_until_ready(batch(scales))
-    t_batch, _ = best_time(batch, (scales,), passes)
-
-    @jax.jit
-    def closure(q):
-        return jnp.max(
-            jnp.abs(jax.vmap(lambda z: chain.closure_residual(chain.assemble(z)))(q))
-        )
-
-    gap_jf = float(closure(sols.q.reshape(-1, 3)))
+    sol, t_single, sols, t_batch = timed_runs(run, scales, passes)
+    closure = closure_gap(chain)
+    gap_jf = float(closure(sols.q))
     modes, qd = np.asarray(sol.modes), np.asarray(sol.qd)
     stuck = modes == 0
     # MuJoCo's legs stop and start a little apart from jaxfric's events: its
     # creep is read inside jaxfric's stick phases, one save in from each end.
-    inside = stuck & np.roll(stuck, 1, axis=0) & np.roll(stuck, -1, axis=0)
-    inside[[0, -1]] = False
+    inside = inside_stick(stuck)
     ok_all = bool(np.all(sols.result == jf.RESULTS.successful))
     stuck_batch = np.asarray(sols.modes) == 0
     stuck_speed = float(np.max(np.abs(np.asarray(sols.qd)[stuck_batch]), initial=0.0))
@@ -275,12 +263,9 @@ def main(settings) -> bool:
     # Looser tolerances: the stick stays exact, the trajectory moves.
     for loose in settings["jaxfric"].get("variants", []):
         other = dict(settings, jaxfric=dict(settings["jaxfric"], **loose["options"]))
-        loose_run = problem(other)[5]
-        single_l, batch_l = jax.jit(loose_run), jax.jit(jax.vmap(loose_run))
-        sol_l = jax.block_until_ready(single_l(one))
-        t_single_l, _ = best_time(single_l, (one,), passes)
-        sols_l = jax.block_until_ready(batch_l(scales))
-        t_batch_l, _ = best_time(batch_l, (scales,), passes)
+        sol_l, t_single_l, sols_l, t_batch_l = timed_runs(
+            problem(other)[5], scales, passes
+        )
         stuck_l = np.asarray(sol_l.modes) == 0
         rows.append(
             dict(
@@ -291,7 +276,7 @@ def main(settings) -> bool:
                     np.max(np.abs(np.asarray(sol_l.qd)[stuck_l]), initial=0.0)
                 ),
                 creep_spread=stick_spread(np.asarray(sol_l.q), stuck_l),
-                gap=float(closure(sols_l.q.reshape(-1, 3))),
+                gap=float(closure(sols_l.q)),
                 length_diff=float(np.max(np.abs(np.asarray(sols_l.q - sols.q)))),
             )
         )
@@ -307,8 +292,7 @@ def main(settings) -> bool:
         model = mujoco_model(spec, mech, settings["fc"], kp, kd, dt, variant)
         start = mujoco_state(spec, ref_start[0], ref_start[1])
         _, states = mujoco_rollout(model, [start], ref_start[2][None], steps, 1)
-        legs = [model.jnt_qposadr[model.joint(name).id] for name in rps.LEGS]
-        dofs = [model.jnt_dofadr[model.joint(name).id] for name in rps.LEGS]
+        legs, dofs = leg_indices(model)
         nq = model.nq
         qpos = states[0, :, 1 : 1 + nq]
         qvel = states[0, :, 1 + nq : 1 + nq + model.nv]
@@ -446,13 +430,55 @@ def _plot(ts, traces, stuck, path):
     plt.close(fig)
 
 
+def timed_runs(run, scales, passes):
+    """``(sol, one run s, sols, batch s)``: `run` at scale 1 (`jax.jit`) and
+    over `scales` (`jax.vmap`), each the best of `passes` warm calls."""
+    single, batch = jax.jit(run), jax.jit(jax.vmap(run))
+    one = jnp.asarray(1.0)
+    sol = jax.block_until_ready(single(one))
+    t_single, _ = best_time(single, (one,), passes)
+    sols = jax.block_until_ready(batch(scales))
+    t_batch, _ = best_time(batch, (scales,), passes)
+    return sol, t_single, sols, t_batch
+
+
+def closure_gap(chain):
+    """A jitted ``q -> max |Φ|`` over independent coordinates of any leading
+    shape (saves, members), m."""
+
+    @jax.jit
+    def gap(q):
+        flat = q.reshape(-1, q.shape[-1])
+        residual = jax.vmap(lambda z: chain.closure_residual(chain.assemble(z)))(flat)
+        return jnp.max(jnp.abs(residual))
+
+    return gap
+
+
+def inside_stick(stuck):
+    """The saves inside a stick phase, one save in from each of its ends (time
+    along axis −2, legs last): where another engine's stops, a step apart from
+    jaxfric's events, are still compared fairly."""
+    inside = stuck & np.roll(stuck, 1, axis=-2) & np.roll(stuck, -1, axis=-2)
+    inside[..., [0, -1], :] = False
+    return inside
+
+
+def leg_indices(model):
+    """The legs' ``qpos`` and ``qvel`` addresses in a `mujoco_model`."""
+    joints = [model.joint(name).id for name in rps.LEGS]
+    return [model.jnt_qposadr[j] for j in joints], [model.jnt_dofadr[j] for j in joints]
+
+
 def stick_spread(lengths, stuck) -> float:
     """The largest spread of a leg's length over one of its stick phases (runs
-    of saves where `stuck`), m."""
+    of saves where `stuck`; time along axis −2, legs last, any leading members),
+    m."""
     spread = 0.0
-    for k in range(stuck.shape[1]):
-        for a, b in stick_phases(stuck[:, k]):
-            spread = max(spread, float(np.ptp(lengths[a:b, k])))
+    for member in np.ndindex(stuck.shape[:-2]):
+        for k in range(stuck.shape[-1]):
+            for a, b in stick_phases(stuck[member][:, k]):
+                spread = max(spread, float(np.ptp(lengths[member][a:b, k])))
     return spread
 
 

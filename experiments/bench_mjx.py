@@ -47,7 +47,6 @@ from _common import (
     print_table,
     read_settings,
     results_dir,
-    stick_phases,
     write_json,
 )
 
@@ -194,11 +193,7 @@ def three_rps(cfg, sizes, repeats):
         ref = controller(scale).reference
         return jnp.stack([ref.position(t), ref.velocity(t)], axis=-1).reshape(-1)
 
-    @jax.jit
-    def closure(q):
-        flat = q.reshape(-1, q.shape[-1])
-        residual = jax.vmap(lambda z: chain.closure_residual(chain.assemble(z)))(flat)
-        return jnp.max(jnp.abs(residual))
+    closure = bench_3rps.closure_gap(chain)
 
     rows = []
     for n in sizes:
@@ -206,8 +201,7 @@ def three_rps(cfg, sizes, repeats):
         first, best, sol = timed(batch, (jnp.asarray(scales),), repeats)
         q, qd = np.asarray(sol.q), np.asarray(sol.qd)
         stuck = np.asarray(sol.modes) == 0
-        inside = stuck & np.roll(stuck, 1, axis=1) & np.roll(stuck, -1, axis=1)
-        inside[:, [0, -1]] = False
+        inside = bench_3rps.inside_stick(stuck)
         checks = dict(
             creep=float(np.max(np.abs(qd[stuck]), initial=0.0)),
             gap=float(closure(sol.q)),
@@ -233,8 +227,7 @@ def three_rps(cfg, sizes, repeats):
                 jnp.asarray(scales),
             )
             first, best, (qpos, qvel, sites) = timed(fn, args, repeats)
-            legs = [model.jnt_qposadr[model.joint(k).id] for k in rps.LEGS]
-            dofs = [model.jnt_dofadr[model.joint(k).id] for k in rps.LEGS]
+            legs, dofs = bench_3rps.leg_indices(model)
             lengths = np.asarray(qpos)[..., legs]
             speeds = np.asarray(qvel)[..., dofs]
             site = {model.site(i).name: i for i in range(model.nsite)}
@@ -251,21 +244,10 @@ def three_rps(cfg, sizes, repeats):
                         [(site["t2"], site["p2"]), (site["t3"], site["p3"])],
                     ),
                     difference=float(np.max(np.abs(lengths - q[:, 1:]))),
-                    spread=_spread(lengths, inside[:, 1:]),
+                    spread=bench_3rps.stick_spread(lengths, inside[:, 1:]),
                 )
             )
     return rows
-
-
-def _spread(lengths, stuck) -> float:
-    """The largest spread of a leg's length over one of its stick phases, over
-    the members (m)."""
-    spread = 0.0
-    for member in range(lengths.shape[0]):
-        for k in range(lengths.shape[2]):
-            for a, b in stick_phases(stuck[member, :, k]):
-                spread = max(spread, float(np.ptp(lengths[member, a:b, k])))
-    return spread
 
 
 def main(settings) -> bool:
