@@ -11,6 +11,7 @@ from . import (
 from .friction import (
     Coulomb as Coulomb,
     CoulombViscous as CoulombViscous,
+    CylindricalLoad as CylindricalLoad,
     Dahl as Dahl,
     JointFriction as JointFriction,
     JointLuGre as JointLuGre,

@@ -439,3 +439,105 @@ def test_stick_margin_of_a_load_dependent_law_says_what_to_pass():
     reactions = _rotor().joint_reactions(*(jnp.zeros(1),) * 5)
     margin = stick_margin(law.at_reactions(reactions), jnp.zeros(1))
     np.testing.assert_allclose(margin, [_static_limit(0.5)], rtol=1e-14)
+
+
+# A slider turning and sliding on a horizontal shaft (a cylindrical joint along
+# x: prismatic "slide", a massless carriage, revolute "spin"), its centre of
+# mass on the axis at C past the spin joint: the spin joint carries the radial
+# force m g and the bending moment m g C whatever the motion.
+CYL_M, CYL_C, CYL_RP, CYL_X0, CYL_PRE = 2.0, 0.05, 0.02, 0.3, 1.5
+
+
+def _shaft(axial_inertia, rows=("spin", "slide")):
+    return jf.systems.RigidBodyTree(
+        [-1, 0],
+        ["prismatic", "revolute"],
+        [(1.0, 0.0, 0.0)] * 2,
+        [(0.0, 0.0, 0.0)] * 2,
+        mass=[0.0, CYL_M],
+        com=[(0.0, 0.0, 0.0), (CYL_C, 0.0, 0.0)],
+        inertia=[np.zeros((3, 3)), np.diag([axial_inertia, 0.01, 0.01])],
+        gravity=(0.0, 0.0, -G),
+        joint_names=["slide", "spin"],
+        friction_joints=rows,
+    )
+
+
+def _cylinder():
+    return jf.CylindricalLoad(
+        pin_radius=CYL_RP, initial_overlap=CYL_X0, overlap_delta="decrease",
+        force_preload=CYL_PRE,
+    )  # fmt: skip
+
+
+def test_cylindrical_joint_lugre_against_scipy():
+    # MotionSolve's cylindrical joint (Comment 11) with 3D LuGre per
+    # contribution (Comment 7): launched turning and sliding, the slider stops
+    # under one friction force along its contact slip (r_p ω, ẋ). Reference:
+    # the same equations by Radau, the normal forces by hand (radial m g,
+    # bending m g C/(x0 − x), preload F/μ_s); with the axial inertia m r_p²
+    # both rows have the same mobility, so the slip keeps its direction.
+    s0, s1, s2, vs, mu_s, mu_d = 1e4, 20.0, 0.0, 1e-3, 0.4, 0.3
+    inertia = CYL_M * CYL_RP**2
+    law = jf.JointLuGre(
+        mu_s, mu_d, (_cylinder(),), bristle_stiffness=s0, damping_effects=s1,
+        viscous_effects=s2, stiction_trans_vel=vs,
+    )  # fmt: skip
+    system = _shaft(inertia)
+    reactions = system.joint_reactions(
+        jnp.array([0.1, 0.7]), jnp.array([1.0, 2.0]), *(jnp.zeros(2),) * 3
+    )
+    normal = law.at_reactions(reactions).normal[0]
+    by_hand = [CYL_M * G, CYL_M * G * CYL_C / (CYL_X0 - 0.1), CYL_PRE / mu_s]
+    np.testing.assert_allclose(normal, by_hand, rtol=1e-13)
+
+    t1, ts = 0.5, np.linspace(0.0, 0.5, 11)
+    qd0 = np.array([0.3, 20.0])  # slide m/s, spin rad/s (contact 0.4 m/s)
+    sol = jf.simulate(
+        system, law, jnp.zeros(2), jnp.asarray(qd0), t1, ts=jnp.asarray(ts),
+        rtol=1e-10, atol=1e-12,
+    )  # fmt: skip
+    assert sol.friction_state.shape == (len(ts), 6)
+
+    def rhs(t, y):
+        x, xd, w, z = y[0], y[2], y[3], y[4:].reshape(3, 2)
+        v = np.array([CYL_RP * w, xd])
+        speed = np.linalg.norm(v)
+        g = mu_d + (mu_s - mu_d) * np.exp(-((speed / vs) ** 2))
+        zdot = v - s0 * speed * z / g
+        n = np.array([CYL_M * G, CYL_M * G * CYL_C / (CYL_X0 - x), CYL_PRE / mu_s])
+        force = np.sum(n[:, None] * (s0 * z + s1 * zdot) + s2 * v, 0)
+        return np.r_[xd, w, -force[1] / CYL_M, -CYL_RP * force[0] / inertia,
+                     zdot.ravel()]  # fmt: skip
+
+    y0 = np.r_[0.0, 0.0, qd0, np.zeros(6)]
+    ref = solve_ivp(rhs, (0.0, t1), y0, method="Radau", rtol=1e-11, atol=1e-14,
+                    t_eval=ts)  # fmt: skip
+    q, qd = np.asarray(sol.q), np.asarray(sol.qd)
+    # Measured 7.2e-10 m, 4.8e-8 rad, 1.3e-9 m/s, 8.8e-8 rad/s.
+    np.testing.assert_allclose(q[:, 0], ref.y[0], atol=1e-8)  # slide, m
+    np.testing.assert_allclose(q[:, 1], ref.y[1], atol=1e-6)  # spin, rad
+    np.testing.assert_allclose(qd[:, 0], ref.y[2], atol=1e-7)
+    np.testing.assert_allclose(qd[:, 1], ref.y[3], atol=1e-6)
+    # It stopped (Coulomb alone: |v0| m / (μ_d N) = 0.23 s) and one force
+    # stopped both motions: the contact slip kept its direction while it slid.
+    assert np.all(np.abs(qd[-1]) < 1e-4)
+    sliding = ts < 0.2
+    ratio = qd[sliding, 0] / (CYL_RP * qd[sliding, 1])
+    np.testing.assert_allclose(ratio, qd0[0] / (CYL_RP * qd0[1]), rtol=1e-9)
+
+
+def test_cylindrical_load_checks():
+    with pytest.raises(ValueError, match="pin_radius"):
+        jf.CylindricalLoad(pin_radius=0.0)
+    with pytest.raises(ValueError, match="overlap_delta"):
+        jf.CylindricalLoad(overlap_delta="grow")
+    # The exact path has no friction disk with load-dependent levels yet.
+    with pytest.raises(ValueError, match="JointLuGre"):
+        jf.JointFriction(0.4, 0.3, loads=(_cylinder(),))
+    # Its two rows must be a revolute then a prismatic joint.
+    law = jf.JointLuGre(0.4, 0.3, (_cylinder(),), 1e4, 0.0, 0.0, 1e-3)
+    swapped = _shaft(1e-3, rows=("slide", "spin"))
+    reactions = swapped.joint_reactions(*(jnp.zeros(2),) * 5)
+    with pytest.raises(ValueError, match="friction rows 0..1"):
+        law.at_reactions(reactions)

@@ -14,6 +14,7 @@ from ._coulomb import (
 )
 from ._joint import (
     AbstractJointLoad as AbstractJointLoad,
+    CylindricalLoad as CylindricalLoad,
     JointFriction as JointFriction,
     JointLuGre as JointLuGre,
     RevoluteLoad as RevoluteLoad,

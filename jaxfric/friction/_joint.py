@@ -59,10 +59,15 @@ class AbstractJointLoad(eqx.Module):
     or the kinetic coefficient.
     """
 
-    #: The joint type this model describes: ``"revolute"`` or ``"prismatic"``.
+    #: The joint type this model describes: ``"revolute"``, ``"prismatic"``
+    #: or ``"cylindrical"``.
     kind: eqx.AbstractClassVar[str]
-    #: Names of the four contributions `contributions` returns, in order.
-    contribution_names: eqx.AbstractClassVar[tuple[str, str, str, str]]
+    #: The friction rows (tree joints, in order) of the element this model
+    #: describes, by joint type: one for a revolute or prismatic joint; a
+    #: cylindrical joint's rotation and translation rows.
+    row_kinds: eqx.AbstractClassVar[tuple[str, ...]]
+    #: Names of the contributions `contributions` returns, in order.
+    contribution_names: eqx.AbstractClassVar[tuple[str, ...]]
     #: MotionSolve's ``inputs``: four bits, preload, reaction force, bending
     #: moment, torsional moment.
     inputs: eqx.AbstractVar[str]
@@ -133,7 +138,8 @@ class RevoluteLoad(AbstractJointLoad):
     inputs: str = eqx.field(static=True, default="1111")
 
     kind: ClassVar[str] = "revolute"
-    contribution_names: ClassVar[tuple[str, str, str, str]] = (
+    row_kinds: ClassVar[tuple[str, ...]] = ("revolute",)
+    contribution_names: ClassVar[tuple[str, ...]] = (
         "pin (radial force)",
         "end caps (axial force)",
         "bending moment",
@@ -204,7 +210,8 @@ class TranslationalLoad(AbstractJointLoad):
     inputs: str = eqx.field(static=True, default="1111")
 
     kind: ClassVar[str] = "prismatic"
-    contribution_names: ClassVar[tuple[str, str, str, str]] = (
+    row_kinds: ClassVar[tuple[str, ...]] = ("prismatic",)
+    contribution_names: ClassVar[tuple[str, ...]] = (
         "rubbing (transverse force)",
         "torsional moment",
         "bending moment",
@@ -244,6 +251,113 @@ class TranslationalLoad(AbstractJointLoad):
         return normal, jnp.ones_like(normal)
 
 
+class CylindricalLoad(AbstractJointLoad):
+    """Friction load of a cylindrical joint, MotionSolve Comment 11: a slider
+    that turns and slides on a shaft, its friction one force in the plane of
+    the contact (3D LuGre, Comment 7), not two independent ones.
+
+    The joint is two friction rows of the tree, in this order: a revolute
+    joint (rotation ``ω`` about the axis) and a prismatic joint (``v_z``
+    along it) on the same axis, the revolute one outer (its child is the
+    slider; its reaction is the cylindrical joint's), joined by a massless
+    carriage. The contact slips at ``v = (r_p ω, v_z)``. With
+    ``N_xy = √(F_x² + F_y²)`` the radial reaction force, ``N_b = √(M_x² +
+    M_y²)/x_s`` the force couple of the bending moment over the overlap
+    ``x_s`` of the slider on the shaft, and ``N_pre = F_pre/μ_s``, each
+    contribution ``N_k`` carries its own 2D LuGre force ``F_k`` along ``v``
+    (`JointLuGre`); the friction torque is ``r_p Σ F_k,rot`` and the axial
+    friction force ``Σ F_k,z``.
+
+    Args:
+        pin_radius: ``r_p``, m, ``> 0`` (default 1.0).
+        initial_overlap: the overlap ``x_s`` at translation 0, m, ``> 0``
+            (default 1000.0, MotionSolve's default).
+        overlap_delta: ``"constant"`` (default), ``"increase"`` (``x_s = x_0 +
+            z``, ``z`` the prismatic coordinate) or ``"decrease"`` (``x_s =
+            x_0 − z``); ``x_s <= 0`` gives a non-finite friction, which
+            `simulate` reports.
+        force_preload: ``F_pre``, N, ``>= 0`` (default 0).
+        inputs: four bits ``"1111"`` (default): preload, reaction force,
+            bending moment; the fourth (torsional moment) does not apply to a
+            cylindrical joint and is ignored, as in MotionSolve.
+    """
+
+    pin_radius: Float[Array, ""] = eqx.field(converter=as_float, default=1.0)
+    initial_overlap: Float[Array, ""] = eqx.field(converter=as_float, default=1000.0)
+    overlap_delta: str = eqx.field(static=True, default="constant")
+    force_preload: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    inputs: str = eqx.field(static=True, default="1111")
+
+    kind: ClassVar[str] = "cylindrical"
+    row_kinds: ClassVar[tuple[str, ...]] = ("revolute", "prismatic")
+    contribution_names: ClassVar[tuple[str, ...]] = (
+        "radial force",
+        "bending moment",
+        "preload",
+    )
+
+    def __check_init__(self):
+        if self.overlap_delta not in _OVERLAP:
+            raise ValueError(
+                f"`overlap_delta` must be one of {tuple(_OVERLAP)}; got "
+                f"{self.overlap_delta!r}."
+            )
+
+    def parameter_checks(self):
+        return (
+            InRange("pin_radius", self.pin_radius, lower=0.0, lower_open=True),
+            InRange(
+                "initial_overlap", self.initial_overlap, lower=0.0, lower_open=True
+            ),
+            InRange("force_preload", self.force_preload, lower=0.0),
+        )
+
+    def normal_loads(self, wrench, position, mu_static):
+        """The three normal forces (N) and the arms of the two rows
+        (``(r_p, 1)``: rotation, translation). `wrench` is the revolute
+        row's reaction, `position` the prismatic coordinate (m)."""
+        preload, reaction, bending, _ = _input_bits(self.inputs)
+        moment, force = wrench[:3], wrench[3:]
+        overlap = self.initial_overlap + _OVERLAP[self.overlap_delta] * position
+        overlap = jnp.where(overlap > 0, overlap, jnp.nan)
+        normal = jnp.stack(
+            [
+                _safe_norm(force[0], force[1]) * reaction,
+                _safe_norm(moment[0], moment[1]) / overlap * bending,
+                self.force_preload / mu_static * preload,
+            ]
+        )
+        return normal, jnp.stack([self.pin_radius, jnp.ones_like(self.pin_radius)])
+
+
+def _element_reactions(loads, reactions: JointReactions):
+    """Per load model, the reaction wrench and the position it reads: its
+    row's, or for a `CylindricalLoad` the revolute row's wrench and the
+    prismatic row's position. Checks one model per element, of its joint's
+    type, in the order of the friction rows."""
+    expected = tuple(kind for load in loads for kind in load.row_kinds)
+    if len(reactions.kinds) != len(expected):
+        raise ValueError(
+            f"the load models cover {len(expected)} friction rows (a "
+            "CylindricalLoad covers two: its revolute and prismatic joints) but "
+            f"the system has {len(reactions.kinds)}: give one load model per "
+            "element."
+        )
+    out, row = [], 0
+    for k, load in enumerate(loads):
+        rows = len(load.row_kinds)
+        found = reactions.kinds[row : row + rows]
+        if found != load.row_kinds:
+            raise ValueError(
+                f"`loads[{k}]` is a {type(load).__name__} (friction rows of "
+                f"kinds {load.row_kinds}) but friction rows {row}..{row + rows - 1} "
+                f"sit on joints of kinds {found}."
+            )
+        out.append((reactions.wrench[row], reactions.position[row + rows - 1]))
+        row += rows
+    return out
+
+
 def _check_loads(law, loads, max_iterations) -> None:
     """Construction checks shared by `JointFriction` and `JointLuGre`."""
     check_fields_broadcast(law, ("mu_static", "mu_dynamic"))
@@ -258,7 +372,8 @@ def _check_loads(law, loads, max_iterations) -> None:
     ):
         raise ValueError(
             "`loads` must be a non-empty tuple of joint load models "
-            f"(RevoluteLoad, TranslationalLoad), one per element; got {loads!r}."
+            "(RevoluteLoad, TranslationalLoad, CylindricalLoad), one per element; "
+            f"got {loads!r}."
         )
     for name in ("mu_static", "mu_dynamic"):
         size = jnp.size(getattr(law, name))
@@ -277,21 +392,6 @@ def _coefficient_checks(law) -> tuple:
         InRange("mu_dynamic", law.mu_dynamic, lower=0.0, lower_open=True),
         AtLeast("mu_static", law.mu_static, "mu_dynamic", law.mu_dynamic),
     ) + tuple(c for load in law.loads for c in load.parameter_checks())
-
-
-def _check_kinds(loads, reactions: JointReactions) -> None:
-    """One load model per friction element, each of its joint's type."""
-    if len(reactions.kinds) != len(loads):
-        raise ValueError(
-            f"{len(loads)} load models but the system has {len(reactions.kinds)} "
-            "friction elements: give one load model per element."
-        )
-    for k, (kind, load) in enumerate(zip(reactions.kinds, loads, strict=True)):
-        if kind != load.kind:
-            raise ValueError(
-                f"`loads[{k}]` is a {type(load).__name__} ({load.kind} joint) "
-                f"but friction element {k} sits on a {kind} joint."
-            )
 
 
 class JointFriction(AbstractFrictionLaw):
@@ -344,6 +444,14 @@ class JointFriction(AbstractFrictionLaw):
                 f"`effect` must be one of {_EFFECTS}; got {self.effect!r}."
             )
         _check_loads(self, self.loads, self.max_iterations)
+        for k, load in enumerate(self.loads):
+            if len(load.row_kinds) > 1:
+                raise ValueError(
+                    f"`loads[{k}]` is a {type(load).__name__}: its friction is one "
+                    "force in a plane (a friction disk) whose levels follow the "
+                    "reactions, which the exact switch path does not have yet; "
+                    "use JointLuGre for it."
+                )
 
     def parameter_checks(self):
         return _coefficient_checks(self)
@@ -367,12 +475,14 @@ class JointFriction(AbstractFrictionLaw):
         reaction loads (`jaxfric.systems.AbstractSystem.joint_reactions`;
         `AbstractJointLoad.contributions`), N·m or N per unit coefficient:
         ``μ·c`` is each one's share of the friction torque or force."""
-        _check_kinds(self.loads, reactions)
         mu_s, _ = self.coefficients()
+        pairs = _element_reactions(self.loads, reactions)
         return jnp.stack(
             [
-                load.contributions(reactions.wrench[k], reactions.position[k], mu_s[k])
-                for k, load in enumerate(self.loads)
+                load.contributions(wrench, position, mu_s[k])
+                for k, (load, (wrench, position)) in enumerate(
+                    zip(self.loads, pairs, strict=True)
+                )
             ]
         )
 
@@ -390,41 +500,72 @@ def _abs(v):
     return v * jnp.sign(v)
 
 
-class _LuGreAtLoads(AbstractDynamicLaw):
-    """`JointLuGre` at fixed contact normal forces (`JointLuGre.at_reactions`)."""
+def _contact_lugre(law, k, normal, v, speed, z):
+    """``(ż, F)`` of element `k`'s contributions (rows of `normal`, `z`), all
+    sliding at the contact velocity `v` (last axis) of norm `speed`: ``ż =
+    v − σ0·speed·z/g(speed)``, ``F = N(σ0 z + σ1 ż) + σ2 v`` (MotionSolve
+    Comments 3 and 7)."""
+    hump = law.mu_static[k] - law.mu_dynamic[k]
+    g = law.mu_dynamic[k] + hump * jnp.exp(-((speed / law.vs) ** 2))
+    zdot = v - law.sigma0 * speed * z / g
+    force = normal * (law.sigma0 * z + law.sigma1 * zdot) + law.sigma2 * v
+    return zdot, force
 
-    normal: Float[Array, "m 4"]
-    arms: Float[Array, "m 4"]
+
+class _LuGreAtLoads(AbstractDynamicLaw):
+    """`JointLuGre` at fixed contact normal forces (`JointLuGre.at_reactions`).
+
+    Per element ``k``: ``normal[k]`` its contributions' normal forces and
+    ``arms[k]`` (a scalar element: one arm per contribution, each sliding at
+    ``arm·s``; a cylindrical one: the arms of its two rows, every contribution
+    sliding at ``(r_p ω, v_z)``). The state is element-major: a scalar
+    element's one bristle per contribution, a cylindrical one's two
+    (rotation, translation) per contribution."""
+
+    normal: tuple[Float[Array, " c"], ...]
+    arms: tuple[Float[Array, " r"], ...]
     mu_static: Float[Array, " m"]
     mu_dynamic: Float[Array, " m"]
     sigma0: Float[Array, ""]
     sigma1: Float[Array, ""]
     sigma2: Float[Array, ""]
     vs: Float[Array, ""]
+    rows: tuple[int, ...] = eqx.field(static=True)
 
     def init_state(self, slip_velocity):
-        return jnp.zeros(4 * jnp.shape(slip_velocity)[0])
+        size = sum(n.shape[0] * r for n, r in zip(self.normal, self.rows, strict=True))
+        return jnp.zeros(size, dtype=jnp.asarray(slip_velocity).dtype)
+
+    def _elements(self, state, slip_velocity):
+        """``(ż, row forces)`` per element."""
+        s = jnp.asarray(slip_velocity)
+        out, row, at = [], 0, 0
+        for k, (normal, arms, rows) in enumerate(
+            zip(self.normal, self.arms, self.rows, strict=True)
+        ):
+            size = normal.shape[0] * rows
+            z = state[at : at + size]
+            if rows == 1:
+                v = arms * s[row]
+                zdot, force = _contact_lugre(self, k, normal, v, _abs(v), z)
+                out.append((zdot, jnp.sum(arms * force)[None]))
+            else:
+                v = arms * s[row : row + rows]
+                speed = _safe_norm(v[0], v[1])
+                zdot, force = _contact_lugre(
+                    self, k, normal[:, None], v[None, :], speed, z.reshape(-1, rows)
+                )
+                out.append((zdot.reshape(-1), arms * jnp.sum(force, 0)))
+            row, at = row + rows, at + size
+        return out
 
     def state_derivative(self, state, slip_velocity):
-        return _bristle_rate(self, state, slip_velocity).reshape(-1)
+        return jnp.concatenate(
+            [zdot for zdot, _ in self._elements(state, slip_velocity)]
+        )
 
     def force(self, state, slip_velocity):
-        z = jnp.reshape(state, self.arms.shape)
-        v = self.arms * jnp.asarray(slip_velocity)[:, None]
-        zdot = _bristle_rate(self, state, slip_velocity)
-        contact = self.normal * (self.sigma0 * z + self.sigma1 * zdot) + self.sigma2 * v
-        return jnp.sum(self.arms * contact, axis=1)
-
-
-def _bristle_rate(law, state, slip_velocity):
-    """``ż_k = v_k − σ0·|v_k|·z_k / g(v_k)``, ``g(v) = μ_d + (μ_s − μ_d)·
-    exp(−(v/v_s)²)`` (MotionSolve Comment 3), per element and contribution,
-    with ``v_k = arm_k·s`` the slip velocity at the contact."""
-    z = jnp.reshape(state, law.arms.shape)
-    v = law.arms * jnp.asarray(slip_velocity)[:, None]
-    hump = (law.mu_static - law.mu_dynamic)[:, None]
-    g = law.mu_dynamic[:, None] + hump * jnp.exp(-((v / law.vs) ** 2))
-    return v - law.sigma0 * _abs(v) * z / g
+        return jnp.concatenate([f for _, f in self._elements(state, slip_velocity)])
 
 
 class JointLuGre(AbstractFrictionLaw):
@@ -440,11 +581,17 @@ class JointLuGre(AbstractFrictionLaw):
         ``g(v) = μ_d + (μ_s − μ_d)·exp(−(v/v_s)²)``,
         ``F_k = N_k·(σ0 z_k + σ1 ż_k) + σ2·v_k``,
 
-    and the joint's friction torque (or force) is ``Σ_k r_k·F_k``. The normal
+    and the joint's friction torque (or force) is ``Σ_k r_k·F_k``. A
+    cylindrical element (`CylindricalLoad`, Comments 7 and 11) has three
+    contributions, each a 2D bristle ``z_k`` on the contact slip ``v = (r_p
+    ω, v_z)``: ``ż_k = v − σ0·|v|·z_k/g(|v|)``, ``F_k = N_k(σ0 z_k + σ1
+    ż_k) + σ2 v``; its row forces are ``(r_p Σ F_k,rot, Σ F_k,z)``, so
+    turning and sliding share one friction limit. The normal
     forces come from the reactions, which depend on the accelerations and so
     on this friction: the dynamic-law path solves that coupling at every
     evaluation (the same fixed point as `JointFriction`). The state is
-    ``(m·4,)``, element-major; it starts relaxed (``z = 0``).
+    element-major (four per scalar element, six per cylindrical one); it
+    starts relaxed (``z = 0``).
 
     Needs a system with `joint_reactions` (`jaxfric.systems.RigidBodyTree`).
 
@@ -495,33 +642,40 @@ class JointLuGre(AbstractFrictionLaw):
     def ordered_levels(self):
         return (("mu_static", "mu_dynamic"),)
 
-    def init_state(self, slip_velocity) -> Float[Array, " m4"]:
-        """Relaxed bristles, ``z = 0``, four per element."""
-        return jnp.zeros(4 * len(self.loads))
+    def init_state(self, slip_velocity) -> Float[Array, " n"]:
+        """Relaxed bristles, ``z = 0``: four per revolute or translational
+        element, six (two per contribution) per cylindrical one."""
+        size = sum(
+            len(load.contribution_names) * len(load.row_kinds) for load in self.loads
+        )
+        return jnp.zeros(size)
 
     def at_reactions(self, reactions: JointReactions) -> _LuGreAtLoads:
         """The law at the contact normal forces of these reactions."""
-        _check_kinds(self.loads, reactions)
         m = len(self.loads)
         mu_s = jnp.broadcast_to(self.mu_static, (m,))
         pairs = [
-            load.normal_loads(reactions.wrench[k], reactions.position[k], mu_s[k])
-            for k, load in enumerate(self.loads)
+            load.normal_loads(wrench, position, mu_s[k])
+            for k, (load, (wrench, position)) in enumerate(
+                zip(self.loads, _element_reactions(self.loads, reactions), strict=True)
+            )
         ]
         return _LuGreAtLoads(
-            normal=jnp.stack([n for n, _ in pairs]),
-            arms=jnp.stack([a for _, a in pairs]),
+            normal=tuple(n for n, _ in pairs),
+            arms=tuple(a for _, a in pairs),
             mu_static=mu_s,
             mu_dynamic=jnp.broadcast_to(self.mu_dynamic, (m,)),
             sigma0=self.bristle_stiffness,
             sigma1=self.damping_effects,
             sigma2=self.viscous_effects,
             vs=self.stiction_trans_vel,
+            rows=tuple(len(load.row_kinds) for load in self.loads),
         )
 
 
 __all__ = [
     "AbstractJointLoad",
+    "CylindricalLoad",
     "JointFriction",
     "JointLuGre",
     "RevoluteLoad",

@@ -58,7 +58,9 @@ class JointReactions(NamedTuple):
     # The joint coordinate of each element, rad or m (a sliding joint's overlap
     # changes with it).
     position: SlipVector
-    # ``"revolute"`` or ``"prismatic"`` per element (static).
+    # ``"revolute"`` or ``"prismatic"`` per element (static): per friction row,
+    # so a cylindrical joint's element (`jaxfric.friction.CylindricalLoad`)
+    # is its two rows, revolute then prismatic.
     kinds: tuple[str, ...]
 
 
