@@ -178,6 +178,30 @@ class RevoluteLoad(AbstractJointLoad):
 _OVERLAP = {"constant": 0.0, "increase": 1.0, "decrease": -1.0}
 
 
+def _check_overlap_delta(overlap_delta: str) -> None:
+    if overlap_delta not in _OVERLAP:
+        raise ValueError(
+            f"`overlap_delta` must be one of {tuple(_OVERLAP)}; got {overlap_delta!r}."
+        )
+
+
+def _overlap_checks(load) -> tuple:
+    """The ranges of a sliding joint's overlap and force preload
+    (`TranslationalLoad`, `CylindricalLoad`)."""
+    return (
+        InRange("initial_overlap", load.initial_overlap, lower=0.0, lower_open=True),
+        InRange("force_preload", load.force_preload, lower=0.0),
+    )
+
+
+def _overlap(load, position):
+    """The overlap ``x_s`` of the sliding parts at the joint's `position`, m;
+    NaN where none is left (no couple can be carried: `simulate` reports the
+    non-finite friction)."""
+    overlap = load.initial_overlap + _OVERLAP[load.overlap_delta] * position
+    return jnp.where(overlap > 0, overlap, jnp.nan)
+
+
 class TranslationalLoad(AbstractJointLoad):
     """Friction load of a translational (prismatic) joint, MotionSolve
     Comment 10.
@@ -219,27 +243,17 @@ class TranslationalLoad(AbstractJointLoad):
     )
 
     def __check_init__(self):
-        if self.overlap_delta not in _OVERLAP:
-            raise ValueError(
-                f"`overlap_delta` must be one of {tuple(_OVERLAP)}; got "
-                f"{self.overlap_delta!r}."
-            )
+        _check_overlap_delta(self.overlap_delta)
 
     def parameter_checks(self):
         return (
             InRange("reaction_arm", self.reaction_arm, lower=0.0, lower_open=True),
-            InRange(
-                "initial_overlap", self.initial_overlap, lower=0.0, lower_open=True
-            ),
-            InRange("force_preload", self.force_preload, lower=0.0),
-        )
+        ) + _overlap_checks(self)
 
     def normal_loads(self, wrench, position, mu_static):
         preload, reaction, bending, torsion = _input_bits(self.inputs)
         moment, force = wrench[:3], wrench[3:]
-        overlap = self.initial_overlap + _OVERLAP[self.overlap_delta] * position
-        # No overlap left: no couple can be carried (NaN, reported by simulate).
-        overlap = jnp.where(overlap > 0, overlap, jnp.nan)
+        overlap = _overlap(self, position)
         normal = jnp.stack(
             [
                 _safe_norm(force[0], force[1]) * reaction,
@@ -297,20 +311,12 @@ class CylindricalLoad(AbstractJointLoad):
     )
 
     def __check_init__(self):
-        if self.overlap_delta not in _OVERLAP:
-            raise ValueError(
-                f"`overlap_delta` must be one of {tuple(_OVERLAP)}; got "
-                f"{self.overlap_delta!r}."
-            )
+        _check_overlap_delta(self.overlap_delta)
 
     def parameter_checks(self):
         return (
             InRange("pin_radius", self.pin_radius, lower=0.0, lower_open=True),
-            InRange(
-                "initial_overlap", self.initial_overlap, lower=0.0, lower_open=True
-            ),
-            InRange("force_preload", self.force_preload, lower=0.0),
-        )
+        ) + _overlap_checks(self)
 
     def normal_loads(self, wrench, position, mu_static):
         """The three normal forces (N) and the arms of the two rows
@@ -318,8 +324,7 @@ class CylindricalLoad(AbstractJointLoad):
         row's reaction, `position` the prismatic coordinate (m)."""
         preload, reaction, bending, _ = _input_bits(self.inputs)
         moment, force = wrench[:3], wrench[3:]
-        overlap = self.initial_overlap + _OVERLAP[self.overlap_delta] * position
-        overlap = jnp.where(overlap > 0, overlap, jnp.nan)
+        overlap = _overlap(self, position)
         normal = jnp.stack(
             [
                 _safe_norm(force[0], force[1]) * reaction,
