@@ -541,3 +541,24 @@ def test_cylindrical_load_checks():
     reactions = swapped.joint_reactions(*(jnp.zeros(2),) * 5)
     with pytest.raises(ValueError, match="friction rows 0..1"):
         law.at_reactions(reactions)
+
+    # Built the other way round (as load_motionsolve does: the revolute joint
+    # first, the prismatic one outer), the reaction is the outer joint's, at
+    # the slider's frame: bending m g C, not m g (C + x) at the revolute one.
+    def tree(parents, kinds, mass):
+        return jf.systems.RigidBodyTree(
+            parents, kinds, [(1.0, 0.0, 0.0)] * 2, [(0.0, 0.0, 0.0)] * 2,
+            mass=mass, com=[(0.0, 0.0, 0.0), (CYL_C, 0.0, 0.0)],
+            inertia=[np.eye(3) * 1e-3 * m for m in mass],
+            gravity=(0.0, 0.0, -G), joint_names=["spin", "slide"],
+        )  # fmt: skip
+
+    q = jnp.array([0.7, 0.1])
+    outer = tree([-1, 0], ["revolute", "prismatic"], [0.0, CYL_M])
+    normal = law.at_reactions(outer.joint_reactions(q, *(jnp.zeros(2),) * 4))
+    by_hand = [CYL_M * G, CYL_M * G * CYL_C / (CYL_X0 - 0.1), CYL_PRE / 0.4]
+    np.testing.assert_allclose(normal.normal[0], by_hand, rtol=1e-13)
+    # Two joints on the base are not one cylindrical joint.
+    apart = tree([-1, -1], ["revolute", "prismatic"], [CYL_M, CYL_M])
+    with pytest.raises(ValueError, match="one of which is the other's parent"):
+        law.at_reactions(apart.joint_reactions(q, *(jnp.zeros(2),) * 4))

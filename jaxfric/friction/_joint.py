@@ -272,9 +272,10 @@ class CylindricalLoad(AbstractJointLoad):
 
     The joint is two friction rows of the tree, in this order: a revolute
     joint (rotation ``ω`` about the axis) and a prismatic joint (``v_z``
-    along it) on the same axis, the revolute one outer (its child is the
-    slider; its reaction is the cylindrical joint's), joined by a massless
-    carriage. The contact slips at ``v = (r_p ω, v_z)``. With
+    along it) on the same axis, one the other's parent through a massless
+    carriage (either way round: `jaxfric.io.load_motionsolve` builds the
+    revolute one first); the outer one's reaction (at the slider's frame) is
+    the joint's. The contact slips at ``v = (r_p ω, v_z)``. With
     ``N_xy = √(F_x² + F_y²)`` the radial reaction force, ``N_b = √(M_x² +
     M_y²)/x_s`` the force couple of the bending moment over the overlap
     ``x_s`` of the slider on the shaft, and ``N_pre = F_pre/μ_s``, each
@@ -320,8 +321,8 @@ class CylindricalLoad(AbstractJointLoad):
 
     def normal_loads(self, wrench, position, mu_static):
         """The three normal forces (N) and the arms of the two rows
-        (``(r_p, 1)``: rotation, translation). `wrench` is the revolute
-        row's reaction, `position` the prismatic coordinate (m)."""
+        (``(r_p, 1)``: rotation, translation). `wrench` is the outer row's
+        reaction, `position` the prismatic coordinate (m)."""
         preload, reaction, bending, _ = _input_bits(self.inputs)
         moment, force = wrench[:3], wrench[3:]
         overlap = _overlap(self, position)
@@ -337,7 +338,7 @@ class CylindricalLoad(AbstractJointLoad):
 
 def _element_reactions(loads, reactions: JointReactions):
     """Per load model, the reaction wrench and the position it reads: its
-    row's, or for a `CylindricalLoad` the revolute row's wrench and the
+    row's, or for a `CylindricalLoad` the outer row's wrench and the
     prismatic row's position. Checks one model per element, of its joint's
     type, in the order of the friction rows."""
     expected = tuple(kind for load in loads for kind in load.row_kinds)
@@ -358,9 +359,29 @@ def _element_reactions(loads, reactions: JointReactions):
                 f"kinds {load.row_kinds}) but friction rows {row}..{row + rows - 1} "
                 f"sit on joints of kinds {found}."
             )
-        out.append((reactions.wrench[row], reactions.position[row + rows - 1]))
+        wrench = reactions.wrench[row]
+        if rows == 2:
+            wrench = reactions.wrench[_outer_row(k, row, reactions.parent_rows)]
+        out.append((wrench, reactions.position[row + rows - 1]))
         row += rows
     return out
+
+
+def _outer_row(k: int, row: int, parent_rows: tuple[int, ...]) -> int:
+    """Of a cylindrical element's rows ``row`` and ``row + 1``, the one whose
+    joint is the other's child: its reaction is the cylindrical joint's (at
+    the slider's frame, MotionSolve's I marker)."""
+    if len(parent_rows) > row + 1:
+        if parent_rows[row + 1] == row:
+            return row + 1
+        if parent_rows[row] == row + 1:
+            return row
+    raise ValueError(
+        f"`loads[{k}]` is a CylindricalLoad but its friction rows {row} and "
+        f"{row + 1} are not joints one of which is the other's parent: a "
+        "cylindrical joint is a revolute and a prismatic joint on one axis "
+        "through a massless carriage."
+    )
 
 
 def _check_loads(law, loads, max_iterations) -> None:

@@ -78,17 +78,17 @@ def solve_load_coupling(
 
     # One evaluation of the reactions and their linear map: `jacfwd` would
     # trace the reactions once more for its primal, and a closed chain's
-    # reactions solve its closure (a `while_loop`) each time. `kinds` is
-    # static (strings), so it leaves through this list, not as an output.
-    kinds = []
+    # reactions solve its closure (a `while_loop`) each time. The static
+    # fields (`kinds`, `parent_rows`) leave through this list, not as outputs.
+    static = []
 
     def wrench_of(friction):
         out = reactions(friction)
-        kinds.append(out.kinds)
+        static.append((out.kinds, out.parent_rows))
         return out.wrench, out.position
 
     wrench, linear, position = jax.linearize(wrench_of, like, has_aux=True)
-    base = JointReactions(wrench, position, kinds[0])
+    base = JointReactions(wrench, position, *static[0])
     eye = jnp.eye(like.shape[0], dtype=like.dtype)
     slope = jnp.moveaxis(jax.vmap(linear)(eye), 0, -1)  # (m, 6, m) as `jacfwd`
 

@@ -62,6 +62,10 @@ class JointReactions(NamedTuple):
     # so a cylindrical joint's element (`jaxfric.friction.CylindricalLoad`)
     # is its two rows, revolute then prismatic.
     kinds: tuple[str, ...]
+    # Per friction row, the row whose joint is its joint's parent in the tree,
+    # -1 where that joint has no friction row (static): which of a cylindrical
+    # joint's two tree joints is the outer one, whose reaction is the joint's.
+    parent_rows: tuple[int, ...] = ()
 
 
 class AbstractSystem(eqx.Module):

@@ -94,7 +94,14 @@ def friction_joint_reactions(
         "prismatic" if types[j] == "prismatic" else "revolute"
         for j in tree.friction_joints
     )
-    return JointReactions(jnp.concatenate([moment, force], 1), q[rows], kinds)
+    joints = tree.friction_joints
+    parent_rows = tuple(
+        joints.index(tree.model.parents[j]) if tree.model.parents[j] in joints else -1
+        for j in joints
+    )
+    return JointReactions(
+        jnp.concatenate([moment, force], 1), q[rows], kinds, parent_rows
+    )
 
 
 # Jitted (see `_dynamics`): outside `jit` a call compiles once per tree.
