@@ -83,10 +83,12 @@ class AbstractJointLoad(eqx.Module):
     @abc.abstractmethod
     def normal_loads(
         self, wrench: Float[Array, "6"], position: Float[Array, ""], mu_static
-    ) -> tuple[Float[Array, "4"], Float[Array, "4"]]:
-        """The four contact normal forces (N, each ``>= 0``) and the arm of
-        each (m for a revolute joint: its friction force times the arm is a
-        torque; 1 for a prismatic one), MotionSolve Comments 9–10.
+    ) -> tuple[Float[Array, " c"], Float[Array, " a"]]:
+        """The contact normal forces (N, each ``>= 0``, one per contribution)
+        and the arms (m for a revolute joint: its friction force times the
+        arm is a torque; 1 for a prismatic one), MotionSolve Comments 9–11:
+        one arm per contribution for a revolute or prismatic joint, one per
+        friction row for a cylindrical one (`CylindricalLoad`).
 
         Args:
             wrench: the joint's reaction, moment (N·m) then force (N), in its
@@ -99,9 +101,10 @@ class AbstractJointLoad(eqx.Module):
     def contributions(
         self, wrench: Float[Array, "6"], position: Float[Array, ""], mu_static
     ) -> Float[Array, "4"]:
-        """The four contributions ``c_k = arm_k·N_k`` (N·m for a revolute
-        joint, N for a prismatic one) per unit friction coefficient: Coulomb
-        friction at coefficient ``μ`` is ``μ·Σ c_k``."""
+        """The contributions ``c_k = arm_k·N_k`` (N·m for a revolute joint,
+        N for a prismatic one) per unit friction coefficient: Coulomb friction
+        at coefficient ``μ`` is ``μ·Σ c_k`` (revolute and prismatic joints:
+        `JointFriction`)."""
         normal, arms = self.normal_loads(wrench, position, mu_static)
         return normal * arms
 
