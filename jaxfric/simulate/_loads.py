@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import optimistix as optx
 
 from .._types import Coordinates, SlipVector, Vector
-from ..systems import AbstractSystem, Dynamics, JointReactions
+from ..systems import AbstractSystem, Dynamics
 from ._law import AbstractFrictionLaw
 
 
@@ -78,17 +78,18 @@ def solve_load_coupling(
 
     # One evaluation of the reactions and their linear map: `jacfwd` would
     # trace the reactions once more for its primal, and a closed chain's
-    # reactions solve its closure (a `while_loop`) each time. The static
-    # fields (`kinds`, `parent_rows`) leave through this list, not as outputs.
-    static = []
+    # reactions solve its closure (a `while_loop`) each time. Their static
+    # fields (`kinds`, `parent_rows`) leave through this list, not as outputs;
+    # its arrays are replaced by the primal ones below.
+    traced = []
 
     def wrench_of(friction):
         out = reactions(friction)
-        static.append((out.kinds, out.parent_rows))
+        traced.append(out)
         return out.wrench, out.position
 
     wrench, linear, position = jax.linearize(wrench_of, like, has_aux=True)
-    base = JointReactions(wrench, position, *static[0])
+    base = traced[0]._replace(wrench=wrench, position=position)
     eye = jnp.eye(like.shape[0], dtype=like.dtype)
     slope = jnp.moveaxis(jax.vmap(linear)(eye), 0, -1)  # (m, 6, m) as `jacfwd`
 
