@@ -617,6 +617,19 @@ def test_motionsolve_file_errors_name_the_file(tmp_path):
         _ms_parse(config, tmp_path)
     assert "[friction] key 'from_file'" in str(info.value)
     assert "bare.xml has no <Force_JointFriction>" in str(info.value)
+    # Friction on a cylindrical joint: the LuGre form only, the exact law named.
+    sleeve = text.replace('"REVOLUTE"', '"CYLINDRICAL"')
+    assert sleeve != text
+    (tmp_path / "sleeve.xml").write_text(sleeve)
+    config = config.replace("bare.xml", "sleeve.xml")
+    with pytest.warns(UserWarning, match="torque_preload"):
+        with pytest.raises(ConfigError) as info:
+            _ms_parse(config, tmp_path)
+        law = _ms_parse(config.replace("JointFriction", "JointLuGre"), tmp_path)
+    assert "sleeve.xml has friction on a cylindrical joint" in str(info.value)
+    assert "type = 'JointLuGre'" in str(info.value)
+    assert isinstance(law.friction.loads[0], jf.CylindricalLoad)
+    config = config.replace("sleeve.xml", "bare.xml")
     (tmp_path / "broken.xml").write_text("<MultiBodySystem><Model>")
     with pytest.raises(ConfigError, match=r"\[system\] .*broken\.xml"):
         _ms_parse(config.replace("bare.xml", "broken.xml"), tmp_path)

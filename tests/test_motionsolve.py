@@ -276,6 +276,9 @@ def test_translational_joint():
 
     law = model.friction
     assert law.effect == "sliding"
+    # JointLuGre has no effect: "sliding" is its coefficients, μ_s = μ_d.
+    lugre = model.lugre_friction
+    np.testing.assert_allclose([lugre.mu_static, lugre.mu_dynamic], [0.1, 0.1])
     (load,) = law.loads
     assert isinstance(load, jf.TranslationalLoad)
     assert load.overlap_delta == "increase" and load.inputs == "1011"
@@ -723,7 +726,8 @@ def test_spherical_joint():
 
 
 def test_cylindrical_and_spherical_joints_are_checked():
-    # Off the common axis; a gimbal lock (90° about y); friction on either.
+    # Off the common axis; a gimbal lock (90° about y); friction on a
+    # spherical joint.
     off_axis = _one_joint("CYLINDRICAL", _marker(20, 2, np.eye(3), (0.01, 0.0, 0.0)))
     assert "the same z axis" in _error(off_axis)
     locked = _one_joint("SPHERICAL", _marker(20, 2, _rotation(1, np.pi / 2)))
@@ -731,7 +735,97 @@ def test_cylindrical_and_spherical_joints_are_checked():
     friction = (
         '<Force_JointFriction id="8" joint_id="5" mu_static="0.4" mu_dynamic="0.3"/>'
     )
-    for kind in ("CYLINDRICAL", "SPHERICAL"):
-        message = _error(_one_joint(kind, _marker(20, 2, np.eye(3)), friction=friction))
-        assert "Force_JointFriction id=8" in message and kind in message
-        assert "not supported yet" in message
+    message = _error(
+        _one_joint("SPHERICAL", _marker(20, 2, np.eye(3)), friction=friction)
+    )
+    assert "Force_JointFriction id=8" in message and "SPHERICAL" in message
+    assert "not supported yet" in message
+
+
+# Friction on the cylindrical joint of `_one_joint` (Comment 11), SI units: the
+# I marker 0.05 m up the axis, the centre of mass 0.1 m off the axis and 0.1 m
+# above the I marker.
+_CYLINDRICAL_FRICTION = (
+    '<Force_JointFriction id="8" joint_id="5" mu_static="0.4" mu_dynamic="0.3" '
+    'pin_radius="0.01" initial_overlap="0.08" overlap_delta="Increase" '
+    'force_preload="3." inputs="1110" bristle_stiffness="2e4" '
+    'damping_effects="0.5" viscous_effects="0.01" stiction_trans_vel="0.002"/>'
+)
+
+
+def _cylindrical_friction(friction: str = _CYLINDRICAL_FRICTION) -> str:
+    # Gravity across the axis, so that the joint carries the weight.
+    return _one_joint(
+        "CYLINDRICAL",
+        _marker(20, 2, np.eye(3), (0.0, 0.0, 0.05)),
+        (0.1, 0.0, 0.15),
+        friction,
+    ).replace('grav_z="-9.81"', 'grav_x="-9.81"')
+
+
+def test_cylindrical_joint_friction():
+    model = _load_quietly(_cylindrical_friction())
+    system = model.system
+    # One element on two friction rows, rotation then translation; the exact
+    # law has no cylindrical load model: only the LuGre form.
+    assert model.friction is None and model.friction_ids == (8,)
+    assert system.friction_joints == (0, 1)
+    law = model.lugre_friction
+    (load,) = law.loads
+    assert isinstance(load, jf.CylindricalLoad)
+    assert (load.overlap_delta, load.inputs) == ("increase", "1110")
+    expected = {"pin_radius": 0.01, "initial_overlap": 0.08, "force_preload": 3.0}
+    for name, value in expected.items():
+        np.testing.assert_allclose(getattr(load, name), value, atol=_TOLERANCE)
+    expected = {
+        "mu_static": 0.4,
+        "mu_dynamic": 0.3,
+        "bristle_stiffness": 2e4,
+        "damping_effects": 0.5,
+        "viscous_effects": 0.01,
+        "stiction_trans_vel": 0.002,
+    }
+    for name, value in expected.items():
+        np.testing.assert_allclose(getattr(law, name), value, atol=_TOLERANCE)
+    # At rest in the file's configuration the weight m g = 19.62 N (along −x,
+    # through the axis: no torque about it, q̈ = 0) loads the pin radially,
+    # N_xy = 19.62 N, and bends it by the weight's moment about the slider's
+    # frame (the I marker), |r × m g| = 0.1 m · 19.62 N, over the overlap x_s
+    # = 0.08 + 0.05 m; the preload's normal force is F_pre/μ_s = 3/0.4 N.
+    q, zero = jnp.asarray(model.q0), jnp.zeros(2)
+    np.testing.assert_allclose(
+        system.acceleration(q, zero, zero, zero), 0.0, atol=1e-12
+    )
+    reactions = system.joint_reactions(q, zero, zero, zero, zero)
+    (normal,) = law.at_reactions(reactions).normal
+    weight = 2.0 * 9.81
+    np.testing.assert_allclose(
+        normal, [weight, 0.1 * weight / 0.13, 3.0 / 0.4], rtol=1e-12
+    )
+
+
+def test_cylindrical_joint_friction_attributes_and_effect():
+    # A friction arm (revolute) and the torque preload (in the cylindrical
+    # syntax, not in Comment 11) are named, not read.
+    text = _cylindrical_friction(
+        _CYLINDRICAL_FRICTION.replace('inputs="1110"', 'inputs="1110" '
+                                      'friction_arm="0.02" torque_preload="1."')
+    )  # fmt: skip
+    with pytest.warns(UserWarning) as record:
+        model = load_motionsolve_string(text)
+    (warning,) = record
+    assert "friction_arm (not for a CYLINDRICAL joint)" in str(warning.message)
+    assert "torque_preload (not used by a cylindrical joint's friction" in str(
+        warning.message
+    )
+    assert (
+        model.lugre_friction.loads
+        == _load_quietly(_cylindrical_friction()).lugre_friction.loads
+    )
+    # `effect` folds into the LuGre coefficients: sliding, μ_s = μ_d.
+    sliding = _load_quietly(
+        _cylindrical_friction(
+            _CYLINDRICAL_FRICTION.replace("/>", ' effect="Sliding"/>')
+        )
+    ).lugre_friction
+    np.testing.assert_allclose([sliding.mu_static, sliding.mu_dynamic], [0.3, 0.3])

@@ -673,7 +673,9 @@ def build_friction(
         ConfigError: naming ``[friction]`` and the key: ``from_file`` without a
             MotionSolve ``[system]`` file or for a file without
             ``Force_JointFriction`` elements (naming the file), another type,
-            other keys.
+            other keys; ``type = "JointFriction"`` for a file with friction on
+            a cylindrical joint, ``type = "JointLuGre"`` for one whose elements
+            differ in their bristle parameters.
     """
     if not isinstance(table, Mapping) or "from_file" not in table:
         return build("friction", table)
@@ -705,11 +707,17 @@ def build_friction(
             "a MotionSolve .xml model (root element <MultiBodySystem>); the "
             f"[system] section {loads}."
         )
-    if model.friction is None:
+    if not model.friction_ids:
         raise ConfigError(
             f"[friction] key 'from_file': {file} has no <Force_JointFriction> element."
         )
     law = getattr(model, FRICTION_FROM_FILE[type_name])
+    if law is None and type_name == "JointFriction":
+        raise ConfigError(
+            f"[friction] key 'type': {file} has friction on a cylindrical joint, "
+            "which the exact law (type = 'JointFriction') does not model yet; "
+            "type = 'JointLuGre' reads it (MotionSolve Comments 7 and 11)."
+        )
     if law is None:
         raise ConfigError(
             f"[friction] key 'type': the <Force_JointFriction> elements of {file} "

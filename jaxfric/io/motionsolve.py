@@ -1,6 +1,6 @@
 """MotionSolve XML import: a subset of Altair MotionSolve's model format as a
-`RigidBodyTree`, its ``Force_JointFriction`` elements as a `JointFriction` law,
-and the simulation end time.
+`RigidBodyTree`, its ``Force_JointFriction`` elements as a `JointFriction` law
+and as a `JointLuGre` law, and the simulation end time.
 
 Parsed with the standard-library XML parser. Every number is converted to SI
 from the model's ``Param_Unit`` (Altair MotionSolve Reference Guide, Param_Unit;
@@ -25,8 +25,8 @@ Read (Altair MotionSolve Reference Guide, each element's page):
   ``UNIVERSAL`` and ``HOOKE`` (the same kinematics), ``CYLINDRICAL`` and
   ``SPHERICAL`` (see below).
 - ``Force_Gravity`` (``grav_x/y/z``; no gravity without it).
-- ``Force_JointFriction`` on revolute, translational, universal and Hooke
-  joints (see below).
+- ``Force_JointFriction`` on revolute, translational, universal, Hooke and
+  cylindrical joints (see below).
 - ``Command/Simulate`` (a transient one): ``end_time`` and ``num_step``.
 
 Mapping. The tree is walked from the ground body through the joints (children
@@ -76,13 +76,13 @@ child-side marker relative to the parent-side one (``q0``: the file's). Like
 every such gimbal it is singular where the middle angle is ±90° (the first
 and last axes line up): a file at less than 1e-3 of that (cosine) is refused,
 and a simulation that turns the body that far about the parent-side ``y``
-axis stops there (non-finite accelerations). Friction on these joints
-(MotionSolve Comments 11 and 13: friction in two and three directions at
-once) is not supported yet and refused by name.
+axis stops there (non-finite accelerations). Friction on a spherical joint
+(MotionSolve Comment 13: friction in three directions at once) is not
+supported yet and refused by name.
 
 Joint friction. ``Force_JointFriction`` elements (one per joint at most)
-become `jaxfric.JointFriction` with the load model of MotionSolve's Comments
-9–10: `jaxfric.RevoluteLoad` (``pin_radius``, ``friction_arm``,
+become `jaxfric.JointFriction` and `jaxfric.JointLuGre` with the load model of
+MotionSolve's Comments 9–10: `jaxfric.RevoluteLoad` (``pin_radius``, ``friction_arm``,
 ``bending_reaction_arm``, ``torque_preload``, ``inputs``) on revolute joints,
 `jaxfric.TranslationalLoad` (``reaction_arm``, ``initial_overlap``,
 ``overlap_delta``, ``force_preload``, ``inputs``) on translational ones, with
@@ -94,18 +94,27 @@ revolute joint") the element is one `jaxfric.RevoluteLoad` on the yoke that
 element, and the reference documents no default, so this loader takes
 ``i_yoke`` when it is absent. Its tree joint (``"<id>.i_yoke"`` or
 ``"<id>.j_yoke"``) is the friction joint. ``yoke_choice`` on another joint
-type is named in the warning. ``mu_static`` and
+type is named in the warning. On a cylindrical joint (Comment 11: turning and
+sliding share one friction force in the plane of the contact) the element is
+one `jaxfric.CylindricalLoad` (``pin_radius``, ``initial_overlap``,
+``overlap_delta``, ``force_preload``, ``inputs``) on two friction joints,
+``"<id>.rotation"`` then ``"<id>.translation"``; the exact law has no such
+load model yet, so `MotionSolveModel.friction` is `None` and the element is
+read into `MotionSolveModel.lugre_friction` only. ``torque_preload``, in
+MotionSolve's syntax for the cylindrical joint but not in Comment 11, is
+named in the warning. ``mu_static`` and
 ``mu_dynamic`` are per element where they differ; ``effect`` is the law's
 when all elements share it, else folded into the per-element coefficients
 (``stiction``: ``μ_d = μ_s``; ``sliding``: ``μ_s = μ_d``), which gives the same
 law. The LuGre attributes (``max_stiction_deform``, ``bristle_stiffness``,
 ``damping_effects``, ``viscous_effects``, ``stiction_trans_vel``) and
 ``inactive`` are checked but unused by the exact law: they are returned in
-`MotionSolveModel.lugre`.
+`MotionSolveModel.lugre`, and the shared bristle parameters make
+`MotionSolveModel.lugre_friction` (`jaxfric.JointLuGre`, every element's
+``effect`` folded into its coefficients as above).
 
 Refused with a `ValueError` naming the element: other joint types
-(``PLANAR``, ...: "not supported yet"), friction on cylindrical and
-spherical joints,
+(``PLANAR``, ...: "not supported yet"), friction on spherical joints,
 marker positions relative to another marker (``rm_id``, ``rm``), Euler-angle
 orientations (``psi``, ``theta``, ``phi``), markers on flexible or point
 bodies, ``mass_mult_factor``, closed loops and floating bodies, several
@@ -130,7 +139,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..friction import JointFriction, JointLuGre, RevoluteLoad, TranslationalLoad
+from ..friction import (
+    CylindricalLoad,
+    JointFriction,
+    JointLuGre,
+    RevoluteLoad,
+    TranslationalLoad,
+)
 from ..systems.rigid import RigidBodyTree
 
 # Unit factors to SI (Altair MotionSolve Reference Guide, Param_Unit). The
@@ -238,6 +253,21 @@ _FRICTION_ATTRIBUTES = {
         "initial_overlap",
         "overlap_delta",
     ),
+    "CYLINDRICAL": (
+        "force_preload",
+        "pin_radius",
+        "initial_overlap",
+        "overlap_delta",
+    ),
+}
+_LOAD_ATTRIBUTES = tuple(
+    dict.fromkeys(name for names in _FRICTION_ATTRIBUTES.values() for name in names)
+)
+# In MotionSolve's syntax for a joint type but not in its friction (Comment
+# 11 has no torque preload): named in the warning with this reason.
+_UNUSED_FRICTION_ATTRIBUTES = {
+    ("CYLINDRICAL", "torque_preload"): "not used by a cylindrical joint's "
+    "friction, MotionSolve Comment 11",
 }
 _KNOWN = {
     "Param_Unit": ("mass_mult_factor", *_UNITS),
@@ -263,8 +293,7 @@ _KNOWN = {
         "inputs",
         "inactive",
         *_LUGRE,
-        *_FRICTION_ATTRIBUTES["REVOLUTE"],
-        *_FRICTION_ATTRIBUTES["TRANSLATIONAL"],
+        *_LOAD_ATTRIBUTES,
         "yoke_choice",
     ),
     "Simulate": ("analysis_type", "end_time", "num_step"),
@@ -308,6 +337,7 @@ _GIMBAL_MARGIN = 1e-3
 _LOAD_KIND = {
     "REVOLUTE": "REVOLUTE",
     "TRANSLATIONAL": "TRANSLATIONAL",
+    "CYLINDRICAL": "CYLINDRICAL",
     "UNIVERSAL": "REVOLUTE",
     "HOOKE": "REVOLUTE",
 }
@@ -332,13 +362,20 @@ class MotionSolveModel(NamedTuple):
             a spherical joint ``"<id>.x"``, ``"<id>.y"``, ``"<id>.z"`` and
             ``"<id>.gimbal_x"``, ``"<id>.gimbal_y"``).
         friction: the `JointFriction` of the ``Force_JointFriction`` elements,
-            one per element in file order (the system's ``friction_joints``);
-            `None` without any (and then no friction joints).
+            one per element in file order (the system's ``friction_joints``: one
+            tree joint per element, two for a cylindrical joint, its
+            ``"<id>.rotation"`` then ``"<id>.translation"``); `None` without
+            any (and then no friction joints), and where an element is on a
+            cylindrical joint (the exact law has no cylindrical load model yet:
+            `lugre_friction` has).
         lugre_friction: the same elements as MotionSolve's LuGre law
-            (`JointLuGre`, Comment 3) with their bristle parameters; `None`
-            without friction elements or when the elements' ``bristle_stiffness``,
-            ``damping_effects``, ``viscous_effects`` or ``stiction_trans_vel``
-            differ (`JointLuGre` takes one value of each).
+            (`JointLuGre`, Comments 3, 7 and 11) with their bristle parameters
+            and each element's ``effect`` folded into its coefficients
+            (``stiction``: ``μ_d = μ_s``; ``sliding``: ``μ_s = μ_d``); `None`
+            without friction elements or when the elements'
+            ``bristle_stiffness``, ``damping_effects``, ``viscous_effects`` or
+            ``stiction_trans_vel`` differ (`JointLuGre` takes one value of
+            each).
         t1: the transient ``Simulate`` command's ``end_time``, s; `None`
             without one.
         num_steps: its ``num_step`` (output steps); `None` without one.
@@ -999,9 +1036,9 @@ def _friction(
                 f"{r.where}: Constraint_Joint id={jid} is a {joint_kind} joint; "
                 f"joint friction is read on {', '.join(_LOAD_KIND)} joints"
                 + (
-                    " (cylindrical and spherical joint friction, MotionSolve "
-                    "Comments 11 and 13, is not supported yet)."
-                    if joint_kind in ("CYLINDRICAL", "SPHERICAL")
+                    " (spherical joint friction, MotionSolve Comment 13, is not "
+                    "supported yet)."
+                    if joint_kind == "SPHERICAL"
                     else "."
                 )
             )
@@ -1024,11 +1061,12 @@ def _friction(
                 f"{r.where}: attribute 'inputs' must be four bits 0 or 1 (preload, "
                 f"reaction force, bending moment, torsional moment); got {inputs!r}."
             )
-        for other, names in _FRICTION_ATTRIBUTES.items():
-            if other != kind:
-                for name in names:
-                    if r.has(name):
-                        ignored.append(f"{r.tag}.{name} (not for a {joint_kind} joint)")
+        for name in _LOAD_ATTRIBUTES:
+            if r.has(name) and name not in _FRICTION_ATTRIBUTES[kind]:
+                why = _UNUSED_FRICTION_ATTRIBUTES.get(
+                    (kind, name), f"not for a {joint_kind} joint"
+                )
+                ignored.append(f"{r.tag}.{name} ({why})")
         if joint_kind in _UNIVERSAL:
             # "Friction on each of the yokes is modeled as for a revolute
             # joint" (Comments 12, 14) with "yoke_choice: Specifies the yoke
@@ -1039,7 +1077,14 @@ def _friction(
         else:
             if r.has("yoke_choice"):
                 ignored.append(f"{r.tag}.yoke_choice (not for a {joint_kind} joint)")
-            joints.append(joint_names[jid])
+            # A cylindrical joint rubs on two friction rows, rotation first
+            # (`CylindricalLoad`).
+            names = joint_names[jid]
+            joints.extend(
+                (names["rotation"], names["translation"])
+                if kind == "CYLINDRICAL"
+                else (names,)
+            )
         rubbed.add(jid)
         if kind == "REVOLUTE":
             load = RevoluteLoad(
@@ -1056,19 +1101,31 @@ def _friction(
                 inputs=inputs,
             )
         else:
-            load = TranslationalLoad(
-                reaction_arm=r.number("reaction_arm", 1.0, lower=0.0, lower_open=True)
-                * length,
-                initial_overlap=r.number(
+            overlap = {
+                "initial_overlap": r.number(
                     "initial_overlap", 1000.0, lower=0.0, lower_open=True
                 )
                 * length,
-                overlap_delta=r.choice(
+                "overlap_delta": r.choice(
                     "overlap_delta", ("constant", "increase", "decrease"), "Constant"
                 ),
-                force_preload=r.number("force_preload", 0.0, lower=0.0) * force,
-                inputs=inputs,
-            )
+                "force_preload": r.number("force_preload", 0.0, lower=0.0) * force,
+                "inputs": inputs,
+            }
+            if kind == "CYLINDRICAL":
+                load = CylindricalLoad(
+                    pin_radius=r.number("pin_radius", 1.0, lower=0.0, lower_open=True)
+                    * length,
+                    **overlap,
+                )
+            else:
+                load = TranslationalLoad(
+                    reaction_arm=r.number(
+                        "reaction_arm", 1.0, lower=0.0, lower_open=True
+                    )
+                    * length,
+                    **overlap,
+                )
         mu_s.append(static)
         mu_d.append(dynamic)
         effects.append(r.choice("effect", ("all", "stiction", "sliding"), "All"))
@@ -1098,21 +1155,23 @@ def _friction(
                 / length,
             }
         )
-    effect = effects[0]
-    if len(set(effects)) > 1:
-        # One law, one effect: fold each element's into its coefficients.
-        pairs = [
-            (d, d) if e == "sliding" else (s, s) if e == "stiction" else (s, d)
-            for s, d, e in zip(mu_s, mu_d, effects, strict=True)
-        ]
-        mu_s, mu_d = [s for s, _ in pairs], [d for _, d in pairs]
-        effect = "all"
-    law = JointFriction(
-        mu_static=mu_s[0] if len(set(mu_s)) == 1 else np.array(mu_s),
-        mu_dynamic=mu_d[0] if len(set(mu_d)) == 1 else np.array(mu_d),
-        loads=tuple(loads),
-        effect=effect,
-    )
+    # Each element's effect folded into its coefficients (stiction: μ_d =
+    # μ_s; sliding: μ_s = μ_d), the same law: `JointLuGre` has no effect, and
+    # one `JointFriction` has one.
+    pairs = [
+        (d, d) if e == "sliding" else (s, s) if e == "stiction" else (s, d)
+        for s, d, e in zip(mu_s, mu_d, effects, strict=True)
+    ]
+    folded = [s for s, _ in pairs], [d for _, d in pairs]
+    law = None
+    if not any(isinstance(load, CylindricalLoad) for load in loads):
+        # The file's coefficients and shared effect where there is one.
+        coefficients = (mu_s, mu_d) if len(set(effects)) == 1 else folded
+        law = JointFriction(
+            *map(_per_element, coefficients),
+            loads=tuple(loads),
+            effect=effects[0] if len(set(effects)) == 1 else "all",
+        )
     shared = {
         name: lugre[0][name]
         for name in _LUGRE_SHARED
@@ -1120,13 +1179,13 @@ def _friction(
     }
     lugre_law = None
     if len(shared) == len(_LUGRE_SHARED):
-        lugre_law = JointLuGre(
-            mu_static=law.mu_static,
-            mu_dynamic=law.mu_dynamic,
-            loads=law.loads,
-            **shared,
-        )
+        lugre_law = JointLuGre(*map(_per_element, folded), loads=tuple(loads), **shared)
     return law, lugre_law, tuple(elements), joints, tuple(lugre)
+
+
+def _per_element(values: list[float]):
+    """One coefficient where all elements share it, else one per element."""
+    return values[0] if len(set(values)) == 1 else np.array(values)
 
 
 # The LuGre parameters `JointLuGre` takes as one value for all elements.
@@ -1187,7 +1246,8 @@ def load_motionsolve(path: str | os.PathLike) -> MotionSolveModel:
     Returns:
         A `MotionSolveModel`: the `RigidBodyTree` (m, kg, kg·m², m/s²), the
         `JointFriction` law of the joint friction elements (arms and radii m,
-        preloads N·m or N; `None` without any), the end time ``t1`` (s) and
+        preloads N·m or N; `None` without any or with one on a cylindrical
+        joint) and their `JointLuGre` form, the end time ``t1`` (s) and
         ``num_steps``, the file's joint coordinates ``q0`` (rad or m), the ids
         behind ``q`` and the friction elements, and the LuGre-only attributes
         (kept, not used by the exact law).
@@ -1197,7 +1257,7 @@ def load_motionsolve(path: str | os.PathLike) -> MotionSolveModel:
             a reference to a marker, body or joint that does not exist, a body
             without mass, a value out of range, each naming the element (tag
             and id) and the attribute; other joint types ("not supported yet",
-            with the joint's id), friction on a cylindrical or spherical joint,
+            with the joint's id), friction on a spherical joint,
             markers given relative to another marker, closed loops and floating
             bodies, joint markers that do not meet their joint (a universal or
             Hooke joint's: origins apart or ``z`` axes not perpendicular; a
