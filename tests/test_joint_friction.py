@@ -59,7 +59,7 @@ class _Ramp(jf.forces.AbstractStatelessForce):
     rate: jax.Array
 
     def __call__(self, t, q, qd):
-        return jnp.reshape(self.rate * t, (1,))
+        return jnp.atleast_1d(self.rate * t)
 
 
 def _run(params):
@@ -527,14 +527,145 @@ def test_cylindrical_joint_lugre_against_scipy():
     np.testing.assert_allclose(ratio, qd0[0] / (CYL_RP * qd0[1]), rtol=1e-9)
 
 
+def _contact_direction(force, mobility, level):
+    """The unit contact slip direction ``u`` of a contact released from rest
+    under the contact force `force` (N) with diagonal contact mobility
+    `mobility` (1/kg) and kinetic level `level` (N): ``D(P − level·u) = λu``,
+    ``λ > 0`` (maximum dissipation), by `brentq` on ``|u(λ)| = 1`` with ``u(λ)
+    = (level·D + λI)⁻¹ D P``."""
+
+    def u(lam):
+        return mobility * force / (level * mobility + lam)
+
+    lam = brentq(lambda x: np.linalg.norm(u(x)) - 1.0, 0.0, 1e6)
+    return u(lam)
+
+
+def test_cylindrical_joint_exact_coulomb_against_scipy():
+    # The slider of `_shaft` with exact Coulomb friction on its contact force
+    # (Comment 11): |F| <= μ_s N while stuck, F = μ_d N v/|v| while slipping,
+    # v = (r_p ω, ẋ), N = m g (1 + C/(x0 − x)) + F_pre/μ_s by hand. The axial
+    # inertia 3 m r_p² makes the two rows' mobilities differ: the slip turns
+    # as it slows (towards the spin axis), the friction ellipse in the rows.
+    mu_s, mu_d0 = 0.4, 0.3
+    inertia = 3.0 * CYL_M * CYL_RP**2
+    system = _shaft(inertia)
+    t1 = 0.5
+    ts = jnp.linspace(0.0, t1, 11)
+
+    def normal(x):
+        return CYL_M * G * (1 + CYL_C / (CYL_X0 - x)) + CYL_PRE / mu_s
+
+    @jax.jit
+    def run(params, rates):
+        """``(∂q(t1)/∂(μ_d, ẋ0, ω0), solution)``: one compiled program gives
+        the values and their forward-mode derivatives."""
+
+        def end(p):
+            law = jf.JointFriction(mu_s, p[0], (_cylinder(),))
+            sol = jf.simulate(
+                system, law, jnp.zeros(2), p[1:], t1, ts=ts, force=_Ramp(rates),
+                adjoint=diffrax.ForwardMode(),
+            )  # fmt: skip
+            return sol.q[-1], sol
+
+        return jax.jacfwd(end, has_aux=True)(params)
+
+    def rhs(t, y, mu_d, rates):
+        x, xd, w = y[0], y[2], y[3]
+        v = np.array([CYL_RP * w, xd])
+        friction = mu_d * normal(x) * v / np.linalg.norm(v)
+        applied = np.asarray(rates) * t  # slide N, spin N·m
+        return [xd, w, (applied[0] - friction[1]) / CYL_M,
+                (applied[1] - CYL_RP * friction[0]) / inertia]  # fmt: skip
+
+    def stop(t, y, *_):
+        return np.hypot(CYL_RP * y[3], y[2]) - 1e-13
+
+    stop.terminal = True
+
+    # Launched at 0.3 m/s and 20 rad/s: it stops at once in both rows.
+    params = np.array([mu_d0, 0.3, 20.0])
+    jac, sol = run(jnp.asarray(params), jnp.zeros(2))
+    ref = solve_ivp(
+        rhs, (0.0, t1), np.r_[0.0, 0.0, params[1:]], "DOP853", rtol=1e-13,
+        atol=1e-15, events=stop, dense_output=True, args=(mu_d0, np.zeros(2)),
+    )  # fmt: skip
+    t_stop = ref.t_events[0][0]
+    assert sol.result == jf.RESULTS.successful
+    # Measured 2.2e-13 s; 5e-14 m and 3.0e-12 rad at rest; 2e-12 m/s and
+    # 1.9e-11 rad/s while it slid.
+    assert abs(float(sol.event_times[0]) - t_stop) < _EVENT_TOL
+    np.testing.assert_allclose(sol.q[-1], ref.y_events[0][0][:2], atol=1e-10)
+    sliding = np.asarray(ts) < t_stop
+    np.testing.assert_allclose(
+        np.c_[sol.q, sol.qd][sliding], ref.sol(np.asarray(ts)[sliding]).T, atol=1e-9
+    )
+    # Then stuck (the ramp is zero): exactly still in both rows.
+    assert np.all(np.asarray(sol.modes)[~sliding] == 0)
+    assert np.all(np.asarray(sol.qd)[~sliding] == 0.0)
+    assert np.all(np.asarray(sol.q)[~sliding] == np.asarray(sol.q[-1]))
+
+    # The derivatives of the rest position through the stop against central
+    # differences of the same compiled run.
+    for k in range(3):
+        h = 1e-6 * max(1.0, abs(params[k]))
+        plus, minus = (
+            np.asarray(run(jnp.asarray(params + sign * h * np.eye(3)[k]),
+                           jnp.zeros(2))[1].q[-1])
+            for sign in (1, -1)
+        )  # fmt: skip
+        np.testing.assert_allclose(
+            jac[:, k], (plus - minus) / (2 * h), rtol=_GRADIENT_RTOL, atol=1e-9
+        )
+
+    # From rest under a ramp of axial force and torque: stuck while the
+    # contact force P(t) = t (τ'/r_p, F') is within μ_s N(0), then it slips
+    # from rest in the direction of maximum dissipation.
+    rates = np.array([24.0, 0.3])  # N/s, N·m/s
+    _, sol = run(jnp.array([mu_d0, 0.0, 0.0]), jnp.asarray(rates))
+    pull = np.array([rates[1] / CYL_RP, rates[0]])  # contact (rotation, axial)
+    t_break = mu_s * normal(0.0) / np.linalg.norm(pull)
+    assert sol.result == jf.RESULTS.successful
+    # Measured 2.9e-14 s; then 1.5e-13 m, 1.4e-12 rad, 1.3e-12 m/s and 2.1e-11
+    # rad/s from the reference.
+    assert abs(float(sol.event_times[0]) - t_break) < _EVENT_TOL
+    mobility = np.array([CYL_RP**2 / inertia, 1 / CYL_M])
+    u = _contact_direction(t_break * pull, mobility, mu_d0 * normal(0.0))
+    start = 1e-12 * u / np.array([CYL_RP, 1.0])  # just off rest along u
+    ref = solve_ivp(
+        rhs, (t_break, t1), np.r_[0.0, 0.0, start[1], start[0]], "DOP853",
+        rtol=1e-13, atol=1e-15, dense_output=True, args=(mu_d0, rates),
+    )  # fmt: skip
+    after = np.asarray(ts) > t_break
+    np.testing.assert_allclose(
+        np.c_[sol.q, sol.qd][after], ref.sol(np.asarray(ts)[after]).T, atol=1e-8
+    )
+    assert np.all(np.asarray(sol.qd)[~after] == 0.0)
+
+
 def test_cylindrical_load_checks():
     with pytest.raises(ValueError, match="pin_radius"):
         jf.CylindricalLoad(pin_radius=0.0)
     with pytest.raises(ValueError, match="overlap_delta"):
         jf.CylindricalLoad(overlap_delta="grow")
-    # The exact path has no friction disk with load-dependent levels yet.
-    with pytest.raises(ValueError, match="JointLuGre"):
-        jf.JointFriction(0.4, 0.3, loads=(_cylinder(),))
+    # The exact path takes elements of one size per law.
+    with pytest.raises(ValueError, match="mixes CylindricalLoad"):
+        jf.JointFriction(0.4, 0.3, loads=(_cylinder(), _load()))
+    with pytest.raises(ValueError, match="`arms` must lie in"):
+        jf.friction.IsotropicCoulomb(fc=1.0, arms=jnp.array([0.0, 1.0]))
+    # At the reactions, the exact law is the contact's friction disk: levels
+    # μ ΣN_k (N) on both rows, arms (r_p, 1).
+    exact = jf.JointFriction(0.4, 0.3, loads=(_cylinder(),))
+    reactions = _shaft(1e-3).joint_reactions(
+        jnp.array([0.1, 0.7]), *(jnp.zeros(2),) * 4
+    )
+    disk = exact.at_reactions(reactions)
+    total = CYL_M * G * (1 + CYL_C / (CYL_X0 - 0.1)) + CYL_PRE / 0.4
+    assert isinstance(disk, jf.friction.IsotropicCoulomb) and exact.rows_per_element == 2
+    np.testing.assert_allclose(disk.fc, [0.3 * total] * 2, rtol=1e-13)
+    np.testing.assert_allclose(disk.fs, [0.4 * total] * 2, rtol=1e-13)
+    np.testing.assert_allclose(disk.arms, [CYL_RP, 1.0], rtol=1e-15)
     # Its two rows must be a revolute then a prismatic joint.
     law = jf.JointLuGre(0.4, 0.3, (_cylinder(),), 1e4, 0.0, 0.0, 1e-3)
     swapped = _shaft(1e-3, rows=("slide", "spin"))

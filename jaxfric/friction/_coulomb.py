@@ -230,12 +230,24 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
     (`jaxfric.systems.AbstractSystem.normal_forces`, e.g. the penalty contact
     of `jaxfric.systems.FreeBodies`).
 
+    With `arms` ``a`` (one per row) the rows are not the contact's slip but
+    ``s_i = v_i/a_i``: a cylindrical joint's rotation ``ω`` and translation
+    ``v_z`` rub at the contact slip ``v = (r_p ω, v_z)`` (MotionSolve Comment
+    11), arms ``(r_p, 1)``. The contact force ``F`` then lies in the disk
+    ``|F| <= fs`` and opposes ``v`` (``F = fc·v/|v|`` while slipping), and each
+    row's force is ``f_i = a_i F_i`` (a torque ``r_p F_rot``): in the rows, the
+    friction ellipse ``|f/a| <= fs`` with the slip ``f = fc·a²s/|a s|`` of
+    maximum dissipation (Comment 8's ellipse).
+
     Args:
         fc: kinetic level, N, ``>= 0`` (one per row, equal on an element's rows).
         fs: static limit, N, ``>= fc``; default `fc`.
         mu: instead of `fc`, the kinetic friction coefficient, ``>= 0``.
         mu_s: with `mu`, the static coefficient, ``>= mu``; default `mu`.
         dims: rows per element (static), 2 or 3.
+        arms: per row, the length that turns the row's slip into the
+            contact's, m per row unit, ``> 0``; default 1 (the rows are the
+            contact's slip).
     """
 
     fc: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
@@ -243,8 +255,9 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
     mu: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
     mu_s: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
     dims: int = eqx.field(static=True)
+    arms: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
 
-    def __init__(self, fc=None, fs=None, mu=None, mu_s=None, dims=2):
+    def __init__(self, fc=None, fs=None, mu=None, mu_s=None, dims=2, arms=None):
         if (fc is None) == (mu is None):
             raise ValueError(
                 "IsotropicCoulomb needs the level `fc` (N) or the friction "
@@ -261,18 +274,23 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
         self.mu = mu
         self.mu_s = mu if mu_s is None else mu_s
         self.dims = dims
+        self.arms = arms
 
     def __check_init__(self):
-        check_fields_broadcast(self, ("fc", "fs", "mu", "mu_s"))
+        check_fields_broadcast(self, ("fc", "fs", "mu", "mu_s", "arms"))
 
     def parameter_checks(self):
+        arms = (
+            () if self.arms is None else (InRange("arms", self.arms, lower=0.0,
+                                                  lower_open=True),)
+        )  # fmt: skip
         if self.mu is not None:
-            return (
+            return arms + (
                 InRange("mu", self.mu, lower=0.0),
                 InRange("mu_s", self.mu_s, lower=0.0),
                 AtLeast("mu_s", self.mu_s, "mu", self.mu),
             )
-        return (
+        return arms + (
             InRange("fc", self.fc, lower=0.0),
             InRange("fs", self.fs, lower=0.0),
             AtLeast("fs", self.fs, "fc", self.fc),
@@ -292,7 +310,7 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
             return self
         normal = system.normal_forces(q, qd)
         return IsotropicCoulomb(
-            fc=self.mu * normal, fs=self.mu_s * normal, dims=self.dims
+            fc=self.mu * normal, fs=self.mu_s * normal, dims=self.dims, arms=self.arms
         )
 
     def _levels(self):
@@ -303,28 +321,51 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
             )
         return self.fc, self.fs
 
+    def row_arms(self, like) -> SlipVector:
+        """The `arms` per row (ones without), shaped like `like`."""
+        like = jnp.asarray(like)
+        if self.arms is None:
+            return jnp.ones_like(like)
+        return jnp.broadcast_to(self.arms, like.shape).astype(like.dtype)
+
+    def force_norm(self, friction) -> SlipVector:
+        """The norm of each element's contact force ``|f/a|`` (N), on every
+        row of the element: what `breakaway` bounds."""
+        f = jnp.asarray(friction)
+        if self.arms is not None:
+            f = f / self.row_arms(f)
+        return block_norm(f, self.dims)[0]
+
     def slip_force(self, slip_velocity, direction) -> SlipVector:
-        """``fc · s/|s|`` per element. `direction` is the unit reference of
-        the slip (`jaxfric.simulate`'s switch path: the slip direction at the
-        segment's start): it gives the force where ``s = 0`` (an element
-        released from rest) and, past a stop, extends the force smoothly
-        (``s/|s|`` times the sign of ``s·direction``) so that the stop is a
-        crossing that the event finder locates, not a jump."""
+        """``fc · s/|s|`` per element (with `arms`: ``fc·a·(a s)/|a s|``).
+        `direction` is the unit reference of the slip, in the rows
+        (`jaxfric.simulate`'s switch path: the slip direction at the segment's
+        start): it gives the force where ``s = 0`` (an element released from
+        rest) and, past a stop, extends the force smoothly (``s/|s|`` times
+        the sign of ``s·direction``) so that the stop is a crossing that the
+        event finder locates, not a jump."""
         fc, _ = self._levels()
         s = jnp.asarray(slip_velocity)
         u = jnp.asarray(direction, dtype=s.dtype)
-        norm, moving = block_norm(s, self.dims)
         ahead = jnp.where(block_dot(s, u, self.dims) >= 0, 1.0, -1.0)
+        if self.arms is not None:
+            arms = self.row_arms(s)
+            s, u = arms * s, arms * u
+            size, some = block_norm(u, self.dims)
+            u = jnp.where(some, u / jnp.where(some, size, 1.0), 0.0)
+        norm, moving = block_norm(s, self.dims)
         unit = jnp.where(moving, ahead * s / jnp.where(moving, norm, 1.0), u)
-        return fc * unit
+        return fc * (unit if self.arms is None else arms * unit)
 
     def force(self, slip_velocity) -> SlipVector:
-        """``fc · s/|s|``, 0 at ``s = 0`` (the stick force is the switch
-        path's)."""
+        """``fc · s/|s|`` (with `arms`: ``fc·a·(a s)/|a s|``), 0 at ``s = 0``
+        (the stick force is the switch path's)."""
         fc, _ = self._levels()
         s = jnp.asarray(slip_velocity)
-        norm, moving = block_norm(s, self.dims)
-        return jnp.where(moving, fc * s / jnp.where(moving, norm, 1.0), 0.0)
+        arms = self.row_arms(s)
+        norm, moving = block_norm(arms * s, self.dims)
+        pull = fc * arms * arms * s
+        return jnp.where(moving, pull / jnp.where(moving, norm, 1.0), 0.0)
 
     def breakaway(self, direction) -> SlipVector:
         """The static limit ``fs`` of the element's force norm, per row."""

@@ -28,7 +28,7 @@ from .._types import Float, SlipVector
 from ..simulate import DYNAMIC_PATH, SWITCH_PATH, AbstractFrictionLaw, AbstractPath
 from ..systems import JointReactions
 from ._base import AbstractDynamicLaw
-from ._coulomb import Coulomb
+from ._coulomb import Coulomb, IsotropicCoulomb
 
 _EFFECTS = ("all", "stiction", "sliding")
 
@@ -271,7 +271,8 @@ class TranslationalLoad(AbstractJointLoad):
 class CylindricalLoad(AbstractJointLoad):
     """Friction load of a cylindrical joint, MotionSolve Comment 11: a slider
     that turns and slides on a shaft, its friction one force in the plane of
-    the contact (3D LuGre, Comment 7), not two independent ones.
+    the contact (3D LuGre, Comment 7, in `JointLuGre`; an exact friction disk
+    in `JointFriction`), not two independent ones.
 
     The joint is two friction rows of the tree, in this order: a revolute
     joint (rotation ``ω`` about the axis) and a prismatic joint (``v_z``
@@ -284,7 +285,9 @@ class CylindricalLoad(AbstractJointLoad):
     ``x_s`` of the slider on the shaft, and ``N_pre = F_pre/μ_s``, each
     contribution ``N_k`` carries its own 2D LuGre force ``F_k`` along ``v``
     (`JointLuGre`); the friction torque is ``r_p Σ F_k,rot`` and the axial
-    friction force ``Σ F_k,z``.
+    friction force ``Σ F_k,z``. Exact Coulomb friction (`JointFriction`) is
+    one contact force ``F`` with ``|F| <= μ_s Σ N_k`` while stuck and ``F =
+    μ_d Σ N_k v/|v|`` while slipping, the same torque and force.
 
     Args:
         pin_radius: ``r_p``, m, ``> 0`` (default 1.0).
@@ -336,7 +339,19 @@ class CylindricalLoad(AbstractJointLoad):
                 self.force_preload / mu_static * preload,
             ]
         )
-        return normal, jnp.stack([self.pin_radius, jnp.ones_like(self.pin_radius)])
+        return normal, self.arms
+
+    @property
+    def arms(self) -> Float[Array, "2"]:
+        """The arms of the rotation and translation rows, ``(r_p, 1)``: the
+        contact slips at ``(r_p ω, v_z)``."""
+        return jnp.stack([self.pin_radius, jnp.ones_like(self.pin_radius)])
+
+    def contributions(self, wrench, position, mu_static) -> Float[Array, "3"]:
+        """The three normal forces (N): exact Coulomb friction at coefficient
+        ``μ`` is a contact force of norm ``μ·Σ N_k`` (`JointFriction`), its
+        torque ``r_p F_rot``."""
+        return self.normal_loads(wrench, position, mu_static)[0]
 
 
 def _element_reactions(loads, reactions: JointReactions):
@@ -425,7 +440,7 @@ def _coefficient_checks(law) -> tuple:
 
 class JointFriction(AbstractFrictionLaw):
     """Exact Coulomb joint friction whose levels grow with the joints' reaction
-    loads (MotionSolve ``Force_JointFriction`` load models, Comments 9–10, on
+    loads (MotionSolve ``Force_JointFriction`` load models, Comments 9–11, on
     the set-valued Coulomb law of Farhat et al. 2010, Eq. 4–5).
 
     Element ``k`` sits on a joint with the load model ``loads[k]``; with
@@ -441,6 +456,14 @@ class JointFriction(AbstractFrictionLaw):
     ``RESULTS.load_coupling_failed``, never a lagged reaction. A stuck joint's
     breakaway is the event ``μ_s·Σ c_k − |f| ↓ 0``.
 
+    A cylindrical joint (`CylindricalLoad`, Comment 11) is one element of two
+    rows whose contact force ``F`` (N; its contributions are normal forces)
+    lies in the disk ``|F| <= μ_s·Σ N_k`` while stuck and is ``μ_d·Σ N_k``
+    along the contact slip ``(r_p ω, v_z)`` while slipping: at the reactions
+    an `IsotropicCoulomb` with arms ``(r_p, 1)``, whose stop, breakaway and
+    slip direction from rest the switch path finds as for a contact. The
+    elements of one law are all cylindrical or none.
+
     Needs a system with `joint_reactions` (`jaxfric.systems.RigidBodyTree`).
 
     Args:
@@ -448,7 +471,8 @@ class JointFriction(AbstractFrictionLaw):
         mu_dynamic: ``μ_d``, ``> 0`` and ``<= mu_static``, scalar or one per
             element.
         loads: one load model per friction element (`RevoluteLoad`,
-            `TranslationalLoad`), matching the joint's type.
+            `TranslationalLoad`, `CylindricalLoad`), matching the joint's
+            type.
         effect: ``"all"`` (default: static limit ``μ_s``, slip level ``μ_d``),
             ``"stiction"`` (``μ_s`` for both) or ``"sliding"`` (``μ_d`` for
             both), MotionSolve's ``effect``.
@@ -473,20 +497,25 @@ class JointFriction(AbstractFrictionLaw):
                 f"`effect` must be one of {_EFFECTS}; got {self.effect!r}."
             )
         _check_loads(self, self.loads, self.max_iterations)
-        for k, load in enumerate(self.loads):
-            if len(load.row_kinds) > 1:
-                raise ValueError(
-                    f"`loads[{k}]` is a {type(load).__name__}: its friction is one "
-                    "force in a plane (a friction disk) whose levels follow the "
-                    "reactions, which the exact switch path does not have yet; "
-                    "use JointLuGre for it."
-                )
+        rows = {len(load.row_kinds) for load in self.loads}
+        if len(rows) > 1:
+            raise ValueError(
+                "`loads` mixes CylindricalLoad (two friction rows sharing one "
+                "friction disk) with one-row load models; the exact switch path "
+                "takes elements of one size per law (all cylindrical or none): "
+                "use JointLuGre for the mix."
+            )
 
     def parameter_checks(self):
         return _coefficient_checks(self)
 
     def ordered_levels(self):
         return (("mu_static", "mu_dynamic"),)
+
+    @property
+    def rows_per_element(self) -> int:
+        """1, or 2 for cylindrical joints (`CylindricalLoad`)."""
+        return len(self.loads[0].row_kinds)
 
     def coefficients(self) -> tuple[SlipVector, SlipVector]:
         """``(μ_s, μ_d)`` per element after `effect`."""
@@ -499,11 +528,12 @@ class JointFriction(AbstractFrictionLaw):
             mu_s = mu_d
         return mu_s, mu_d
 
-    def contributions(self, reactions: JointReactions) -> Float[Array, "m 4"]:
+    def contributions(self, reactions: JointReactions) -> Float[Array, "m c"]:
         """The contributions ``c_k`` of every element (rows) at the joints'
         reaction loads (`jaxfric.systems.AbstractSystem.joint_reactions`;
         `AbstractJointLoad.contributions`), N·m or N per unit coefficient:
-        ``μ·c`` is each one's share of the friction torque or force."""
+        ``μ·c`` is each one's share of the friction torque or force (of a
+        cylindrical joint: of its contact force, N)."""
         mu_s, _ = self.coefficients()
         pairs = _element_reactions(self.loads, reactions)
         return jnp.stack(
@@ -515,12 +545,22 @@ class JointFriction(AbstractFrictionLaw):
             ]
         )
 
-    def at_reactions(self, reactions: JointReactions) -> Coulomb:
+    def at_reactions(self, reactions: JointReactions) -> Coulomb | IsotropicCoulomb:
         """The Coulomb law at the reactions: slip level ``μ_d·Σ c_k``, static
-        limit ``μ_s·Σ c_k`` (N·m or N)."""
+        limit ``μ_s·Σ c_k`` (N·m or N); for cylindrical joints the
+        `IsotropicCoulomb` of their contact force (N) with the arms ``(r_p,
+        1)`` of their rotation and translation rows."""
         load = jnp.sum(self.contributions(reactions), 1)
         mu_s, mu_d = self.coefficients()
-        return Coulomb(fc=mu_d * load, fs=mu_s * load)
+        if self.rows_per_element == 1:
+            return Coulomb(fc=mu_d * load, fs=mu_s * load)
+        arms = jnp.concatenate([load_.arms for load_ in self.loads])
+        return IsotropicCoulomb(
+            fc=jnp.repeat(mu_d * load, 2),
+            fs=jnp.repeat(mu_s * load, 2),
+            dims=2,
+            arms=arms,
+        )
 
 
 def _abs(v):

@@ -274,6 +274,7 @@ def friction_at_modes(
     dynamics: Dynamics | None = None,
     parts: StickParts | None = None,
     reference: SlipVector | None = None,
+    slip: SlipVector | None = None,
 ) -> tuple[SlipVector, Vector, AbstractFrictionLaw]:
     """Friction, accelerations and the law's levels for fixed modes.
 
@@ -286,7 +287,9 @@ def friction_at_modes(
     without it the stick forces of redundant elements are any that hold
     them, and the accelerations the same). `dynamics`:
     `AbstractSystem.dynamics` at ``(q, q̇)`` when the caller has it; `parts`:
-    its `stick_parts`, when several mode sets are tried at one state.
+    its `stick_parts`, when several mode sets are tried at one state;
+    `slip`: the slip velocities the slip forces take (default ``J q̇``; the
+    mode choice passes them with the elements at rest exactly zero).
 
     A `load_dependent` law (reaction-load joint friction) has levels that
     depend on the accelerations, which depend on the friction: the friction
@@ -301,7 +304,7 @@ def friction_at_modes(
         limits give the stick margins).
     """
     solve, law, coupling = _at_modes(
-        system, law, q, qd, net, modes, split, dynamics, parts, reference
+        system, law, q, qd, net, modes, split, dynamics, parts, reference, slip
     )
     if coupling is None:
         friction, acc = solve(law)
@@ -328,14 +331,14 @@ def load_coupling_at_modes(
     solves at these modes (`solve_load_coupling`): whether it converges
     there, and in how many iterations."""
     _, _, coupling = _at_modes(
-        system, law, q, qd, net, modes, True, dynamics, None, reference
+        system, law, q, qd, net, modes, True, dynamics, None, reference, None
     )
     if coupling is None:
         raise TypeError(f"{type(law).__name__} has no load coupling to solve.")
     return coupling
 
 
-def _at_modes(system, law, q, qd, net, modes, split, dynamics, parts, reference):
+def _at_modes(system, law, q, qd, net, modes, split, dynamics, parts, reference, slip):
     """``(solve, law, coupling)`` for `friction_at_modes`: ``solve(law_at)``,
     the friction and accelerations at these modes with the law's levels
     `law_at`; the law at the state; and for a `load_dependent` law its load
@@ -345,7 +348,8 @@ def _at_modes(system, law, q, qd, net, modes, split, dynamics, parts, reference)
     if parts is None:
         parts = stick_parts(system, q, qd, net, dynamics)
     law = law.at_state(system, q, qd)
-    slip = dynamics.jac @ qd
+    if slip is None:
+        slip = dynamics.jac @ qd
     direction = jnp.where(modes >= 0, 1.0, -1.0) if reference is None else reference
     stuck = modes == STICK
 
@@ -409,7 +413,8 @@ def stick_margin(
 
     ``min(breakaway(+1) − f, breakaway(−1) + f)``: reaches zero at breakaway
     (Farhat et al. 2010, Eq. 5); ``fs − |f|`` for a vector element (on each
-    of its rows).
+    of its rows; ``|f|`` the contact force's norm,
+    `jaxfric.friction.IsotropicCoulomb.force_norm`).
 
     Args:
         law: a set-valued friction law (its `breakaway` levels).
@@ -430,7 +435,7 @@ def stick_margin(
     dims = law.rows_per_element
     if dims > 1:
         # A vector element breaks away when its force's norm reaches the limit.
-        return limit_pos - block_norm(friction, dims)[0]
+        return limit_pos - law.force_norm(friction)
     return jnp.minimum(limit_pos - friction, limit_neg + friction)
 
 
@@ -764,6 +769,11 @@ def consistent_modes(
     )
 
 
+# Rounds of the mode choice of a load-dependent vector law at the levels of
+# the previous round's friction (`isotropic_modes`): each gains about
+# -log10(μ·r/ℓ) digits of the levels.
+_COUPLED_CHOICES = 4
+
 # Bisection steps of the slip-direction problem of a vector element (its
 # secular equation on [0, |a0|], to 2^-60 of the bracket, then one Newton
 # step for the derivatives).
@@ -832,14 +842,19 @@ def isotropic_modes(
 
     The elements of `at_zero` are assumed stuck and their stick forces solved
     together (the Delassus system, Eq. 7, with all their rows); the stuck
-    element furthest outside its disk ``|f| <= fs`` is released, and every
+    element furthest outside its disk ``|F| <= fs`` is released, and every
     element slipping from rest (released here, or in `released`: a breakaway)
     gets the direction in which it accelerates under its own kinetic force
-    (`_slip_direction`, one element at a time with the others' forces held,
-    swept twice); repeated until no stuck force is outside its disk. The
-    result is checked, never assumed: every stuck force inside its disk
-    (relative ``1e-9``), every element slipping from rest accelerating along
-    its direction.
+    (`_slip_direction` in the contact's slip ``a s``, one element at a time
+    with the others' forces held, swept twice); repeated until no stuck force
+    is outside its disk. A `load_dependent` law (a cylindrical joint's
+    `jaxfric.friction.JointFriction`) takes its levels at the reactions of
+    the last choice's friction (`friction_at_modes`, which solves the load
+    coupling), and the choice is made again at them, `_COUPLED_CHOICES`
+    times: the levels change by about ``μ·r/ℓ`` per round. The result is
+    checked, never assumed: every stuck force inside its disk (relative
+    ``1e-9``), every element slipping from rest accelerating along its
+    direction, at the levels of the final friction.
 
     Args:
         modes: per row, ``0`` stuck or ``1`` slipping (all rows of an element
@@ -856,18 +871,12 @@ def isotropic_modes(
     m = modes.shape[0]
     count = m // d
     parts = stick_parts(system, q, qd, net, dynamics)
-    law_at = law.at_state(system, q, qd)
     element = jnp.arange(m) // d
     rest = at_zero | released
     # The slip of the elements at rest is projected to zero after this.
     slip = jnp.where(rest, 0.0, parts.jac @ qd)
-    limit = law_at.breakaway(slip)
-    # The kinetic level per row: the norm of the slip force from rest along
-    # any unit direction (here each element's first row).
-    first_rows = jnp.zeros_like(slip).at[::d].set(1.0)
-    kinetic = block_norm(law_at.slip_force(jnp.zeros_like(slip), first_rows), d)[0]
-    modes = jnp.where(at_zero, STICK, jnp.where(released, 1, modes)).astype(jnp.int32)
-    weights = jnp.maximum(limit, 1e-30)
+    initial = jnp.where(at_zero, STICK, jnp.where(released, 1, modes))
+    initial = initial.astype(jnp.int32)
 
     def rates(f_slip, stuck):
         friction, acc = solve_stick(
@@ -875,51 +884,94 @@ def isotropic_modes(
         )
         return friction, parts.jac @ acc + parts.jdot_qd
 
-    def directions(modes, reference):
-        stuck = modes == STICK
-        moving = ~stuck & rest
+    def choose(law_at, modes, reference):
+        limit = law_at.breakaway(slip)
+        # The contact's slip is ``a s`` (`IsotropicCoulomb.arms`): the
+        # direction problem is solved there.
+        arms = law_at.row_arms(slip)
+        # The kinetic level per row: the norm of the contact force slipping
+        # from rest along any unit direction (here each element's first row).
+        first_rows = jnp.zeros_like(slip).at[::d].set(1.0)
+        kinetic = law_at.force_norm(law_at.slip_force(jnp.zeros_like(slip), first_rows))
+        weights = jnp.maximum(limit, 1e-30)
 
-        def one(k, reference):
-            rows = element == k
-            f_slip = jnp.where(rows, 0.0, law_at.slip_force(slip, reference))
-            start = k * d
-            basis = jax.lax.dynamic_slice_in_dim(jnp.eye(m, dtype=slip.dtype), start, d)
-            a0 = jax.lax.dynamic_slice_in_dim(rates(f_slip, stuck)[1], start, d)
-            columns = jax.vmap(lambda e: rates(f_slip + e, stuck)[1])(basis)
-            columns = jax.lax.dynamic_slice_in_dim(columns, start, d, axis=1)
-            delassus = (a0[None, :] - columns).T
-            applies = jnp.any(rows & moving)
-            # Elements that do not slip from rest get a harmless problem: its
-            # value is discarded, and a singular one would make gradients NaN.
-            eye = jnp.eye(d, dtype=a0.dtype)
-            a0 = jnp.where(applies, a0, eye[0])
-            delassus = jnp.where(applies, delassus, eye)
-            level = jnp.where(applies, kinetic[start], 1.0)
-            u = _slip_direction(a0, delassus, level)
-            new = jax.lax.dynamic_update_slice_in_dim(reference, u, start, 0)
-            return jnp.where(applies, new, reference)
+        def directions(modes, reference):
+            stuck = modes == STICK
+            moving = ~stuck & rest
 
-        def sweep(_, reference):
-            return jax.lax.fori_loop(0, count, one, reference)
+            def one(k, reference):
+                rows = element == k
+                f_slip = jnp.where(rows, 0.0, law_at.slip_force(slip, reference))
+                start = k * d
+                basis = jax.lax.dynamic_slice_in_dim(
+                    jnp.eye(m, dtype=slip.dtype), start, d
+                )
+                a0 = jax.lax.dynamic_slice_in_dim(rates(f_slip, stuck)[1], start, d)
+                columns = jax.vmap(lambda e: rates(f_slip + e, stuck)[1])(basis)
+                columns = jax.lax.dynamic_slice_in_dim(columns, start, d, axis=1)
+                delassus = (a0[None, :] - columns).T
+                arm = jax.lax.dynamic_slice_in_dim(arms, start, d)
+                applies = jnp.any(rows & moving)
+                # Elements that do not slip from rest get a harmless problem:
+                # its value is discarded, and a singular one would make
+                # gradients NaN.
+                eye = jnp.eye(d, dtype=a0.dtype)
+                a0 = jnp.where(applies, arm * a0, eye[0])
+                delassus = jnp.where(
+                    applies, arm[:, None] * delassus * arm[None, :], eye
+                )
+                level = jnp.where(applies, kinetic[start], 1.0)
+                u = _slip_direction(a0, delassus, level)
+                if law_at.arms is not None:
+                    # Back from the contact's slip to the rows.
+                    u = u / arm
+                    u = u / jnp.sqrt(u @ u)
+                new = jax.lax.dynamic_update_slice_in_dim(reference, u, start, 0)
+                return jnp.where(applies, new, reference)
 
-        return jax.lax.fori_loop(0, 2, sweep, reference)
+            def sweep(_, reference):
+                return jax.lax.fori_loop(0, count, one, reference)
 
-    def release(_, carry):
-        modes, reference = carry
-        reference = directions(modes, reference)
-        stuck = modes == STICK
-        friction, _ = rates(law_at.slip_force(slip, reference), stuck)
-        norm = block_norm(friction, d)[0]
-        excess = jnp.where(stuck & at_zero, norm / weights - 1.0, -jnp.inf)
-        worst = jnp.argmax(excess)
-        rows = (element == element[worst]) & (excess[worst] > 1e-9)
-        return jnp.where(rows, 1, modes).astype(modes.dtype), reference
+            return jax.lax.fori_loop(0, 2, sweep, reference)
 
-    modes, reference = jax.lax.fori_loop(0, count + 1, release, (modes, reference))
-    reference = directions(modes, reference)
+        def release(_, carry):
+            modes, reference = carry
+            reference = directions(modes, reference)
+            stuck = modes == STICK
+            friction, _ = rates(law_at.slip_force(slip, reference), stuck)
+            norm = law_at.force_norm(friction)
+            excess = jnp.where(stuck & at_zero, norm / weights - 1.0, -jnp.inf)
+            worst = jnp.argmax(excess)
+            rows = (element == element[worst]) & (excess[worst] > 1e-9)
+            return jnp.where(rows, 1, modes).astype(modes.dtype), reference
+
+        modes, reference = jax.lax.fori_loop(0, count + 1, release, (modes, reference))
+        return modes, directions(modes, reference)
+
+    if law.load_dependent:
+
+        def coupled(modes, reference):
+            return friction_at_modes(
+                system, law, q, qd, net, modes, False, dynamics, parts,
+                reference=reference, slip=slip,
+            )  # fmt: skip
+
+        def again(_, carry):
+            return choose(coupled(*carry)[2], initial, carry[1])
+
+        modes, reference = jax.lax.fori_loop(
+            0, _COUPLED_CHOICES, again, (initial, reference)
+        )
+        friction, acc, law_at = coupled(modes, reference)
+        rate = parts.jac @ acc + parts.jdot_qd
+    else:
+        law_at = law.at_state(system, q, qd)
+        modes, reference = choose(law_at, initial, reference)
+        friction, rate = rates(law_at.slip_force(slip, reference), modes == STICK)
     stuck = modes == STICK
-    friction, rate = rates(law_at.slip_force(slip, reference), stuck)
-    inside = block_norm(friction, d)[0] <= limit * (1 + 1e-9) + 1e-300
+    limit = law_at.breakaway(slip)
+    weights = jnp.maximum(limit, 1e-30)
+    inside = law_at.force_norm(friction) <= limit * (1 + 1e-9) + 1e-300
     along = block_dot(rate, reference, d)
     speed = block_norm(rate, d)[0]
     # Rounding: 1e-9 of the slip acceleration each element's limit produces.
