@@ -607,6 +607,29 @@ def test_motionsolve_config_errors_name_the_key(text, fragments):
         assert fragment in message, (fragment, message)
 
 
+# A revolute joint (ground to body 2) and a cylindrical one (body 2 to body 3,
+# markers on one z axis), each with friction.
+_MIXED = """<MultiBodySystem>
+ <Model>
+  <Reference_Marker id="10" body_id="1"/>
+  <Reference_Marker id="20" body_id="2"/>
+  <Reference_Marker id="21" body_id="2" pos_x="0.1"/>
+  <Reference_Marker id="22" body_id="2" pos_x="0.2"/>
+  <Reference_Marker id="30" body_id="3" pos_x="0.2"/>
+  <Body_Rigid id="1" isground="TRUE"/>
+  <Body_Rigid id="2" cg_id="21" mass="1." inertia_xx="0.01" inertia_yy="0.01"
+     inertia_zz="0.01"/>
+  <Body_Rigid id="3" cg_id="30" mass="1." inertia_xx="0.01" inertia_yy="0.01"
+     inertia_zz="0.01"/>
+  <Constraint_Joint id="4" type="REVOLUTE" i_marker_id="20" j_marker_id="10"/>
+  <Constraint_Joint id="5" type="CYLINDRICAL" i_marker_id="30" j_marker_id="22"/>
+  <Force_JointFriction id="6" joint_id="4" mu_static="0.4" mu_dynamic="0.3"/>
+  <Force_JointFriction id="7" joint_id="5" mu_static="0.4" mu_dynamic="0.3"/>
+ </Model>
+</MultiBodySystem>
+"""
+
+
 def test_motionsolve_file_errors_name_the_file(tmp_path):
     text = _PENDULUM.read_text()
     start = text.index("<Force_JointFriction")
@@ -617,19 +640,19 @@ def test_motionsolve_file_errors_name_the_file(tmp_path):
         _ms_parse(config, tmp_path)
     assert "[friction] key 'from_file'" in str(info.value)
     assert "bare.xml has no <Force_JointFriction>" in str(info.value)
-    # Friction on a cylindrical joint: the LuGre form only, the exact law named.
-    sleeve = text.replace('"REVOLUTE"', '"CYLINDRICAL"')
-    assert sleeve != text
-    (tmp_path / "sleeve.xml").write_text(sleeve)
-    config = config.replace("bare.xml", "sleeve.xml")
-    with pytest.warns(UserWarning, match="torque_preload"):
-        with pytest.raises(ConfigError) as info:
-            _ms_parse(config, tmp_path)
-        law = _ms_parse(config.replace("JointFriction", "JointLuGre"), tmp_path)
-    assert "sleeve.xml has friction on a cylindrical joint" in str(info.value)
+    # Friction on a cylindrical joint and on a revolute one: the LuGre form
+    # reads the mix, the exact law is named.
+    (tmp_path / "mixed.xml").write_text(_MIXED)
+    config = config.replace("bare.xml", "mixed.xml")
+    with pytest.raises(ConfigError) as info:
+        _ms_parse(config, tmp_path)
+    assert "mixed.xml has friction on cylindrical joints and on other" in str(
+        info.value
+    )
     assert "type = 'JointLuGre'" in str(info.value)
-    assert isinstance(law.friction.loads[0], jf.CylindricalLoad)
-    config = config.replace("sleeve.xml", "bare.xml")
+    law = _ms_parse(config.replace("JointFriction", "JointLuGre"), tmp_path).friction
+    assert [type(load) for load in law.loads] == [jf.RevoluteLoad, jf.CylindricalLoad]
+    config = config.replace("mixed.xml", "bare.xml")
     (tmp_path / "broken.xml").write_text("<MultiBodySystem><Model>")
     with pytest.raises(ConfigError, match=r"\[system\] .*broken\.xml"):
         _ms_parse(config.replace("bare.xml", "broken.xml"), tmp_path)

@@ -766,12 +766,14 @@ def _cylindrical_friction(friction: str = _CYLINDRICAL_FRICTION) -> str:
 def test_cylindrical_joint_friction():
     model = _load_quietly(_cylindrical_friction())
     system = model.system
-    # One element on two friction rows, rotation then translation; the exact
-    # law has no cylindrical load model: only the LuGre form.
-    assert model.friction is None and model.friction_ids == (8,)
+    # One element on two friction rows, rotation then translation, in the
+    # exact law and the LuGre form alike.
+    assert model.friction_ids == (8,)
     assert system.friction_joints == (0, 1)
     law = model.lugre_friction
     (load,) = law.loads
+    assert model.friction.loads == law.loads
+    assert model.friction.rows_per_element == 2
     assert isinstance(load, jf.CylindricalLoad)
     assert (load.overlap_delta, load.inputs) == ("increase", "1110")
     expected = {"pin_radius": 0.01, "initial_overlap": 0.08, "force_preload": 3.0}
@@ -822,6 +824,17 @@ def test_cylindrical_joint_friction_attributes_and_effect():
         model.lugre_friction.loads
         == _load_quietly(_cylindrical_friction()).lugre_friction.loads
     )
+    # With friction on a revolute joint too, the exact law (one element size
+    # per law) is None; the LuGre form takes both.
+    mixed = _load_quietly(
+        _DOUBLE.replace('id="12" type="REVOLUTE"', 'id="12" type="CYLINDRICAL"')
+    )
+    assert mixed.friction is None
+    assert [type(load) for load in mixed.lugre_friction.loads] == [
+        jf.CylindricalLoad,
+        jf.RevoluteLoad,
+    ]
+    assert mixed.system.friction_joints == (1, 2, 0)
     # `effect` folds into the LuGre coefficients: sliding, μ_s = μ_d.
     sliding = _load_quietly(
         _cylindrical_friction(

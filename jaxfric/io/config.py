@@ -674,8 +674,8 @@ def build_friction(
             MotionSolve ``[system]`` file or for a file without
             ``Force_JointFriction`` elements (naming the file), another type,
             other keys; ``type = "JointFriction"`` for a file with friction on
-            a cylindrical joint, ``type = "JointLuGre"`` for one whose elements
-            differ in their bristle parameters.
+            cylindrical and other joints, ``type = "JointLuGre"`` for one whose
+            elements differ in their bristle parameters.
     """
     if not isinstance(table, Mapping) or "from_file" not in table:
         return build("friction", table)
@@ -714,9 +714,10 @@ def build_friction(
     law = getattr(model, FRICTION_FROM_FILE[type_name])
     if law is None and type_name == "JointFriction":
         raise ConfigError(
-            f"[friction] key 'type': {file} has friction on a cylindrical joint, "
-            "which the exact law (type = 'JointFriction') does not model yet; "
-            "type = 'JointLuGre' reads it (MotionSolve Comments 7 and 11)."
+            f"[friction] key 'type': {file} has friction on cylindrical joints "
+            "and on other joints, which one exact law (type = 'JointFriction') "
+            "does not take yet; type = 'JointLuGre' reads the mix (MotionSolve "
+            "Comments 7 and 11)."
         )
     if law is None:
         raise ConfigError(

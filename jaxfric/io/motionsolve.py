@@ -98,9 +98,10 @@ type is named in the warning. On a cylindrical joint (Comment 11: turning and
 sliding share one friction force in the plane of the contact) the element is
 one `jaxfric.CylindricalLoad` (``pin_radius``, ``initial_overlap``,
 ``overlap_delta``, ``force_preload``, ``inputs``) on two friction joints,
-``"<id>.rotation"`` then ``"<id>.translation"``; the exact law has no such
-load model yet, so `MotionSolveModel.friction` is `None` and the element is
-read into `MotionSolveModel.lugre_friction` only. ``torque_preload``, in
+``"<id>.rotation"`` then ``"<id>.translation"``. The exact law takes
+elements of one size (all cylindrical or none): a file with both has
+`MotionSolveModel.friction` `None` and its elements in
+`MotionSolveModel.lugre_friction` only. ``torque_preload``, in
 MotionSolve's syntax for the cylindrical joint but not in Comment 11, is
 named in the warning. ``mu_static`` and
 ``mu_dynamic`` are per element where they differ; ``effect`` is the law's
@@ -365,9 +366,9 @@ class MotionSolveModel(NamedTuple):
             one per element in file order (the system's ``friction_joints``: one
             tree joint per element, two for a cylindrical joint, its
             ``"<id>.rotation"`` then ``"<id>.translation"``); `None` without
-            any (and then no friction joints), and where an element is on a
-            cylindrical joint (the exact law has no cylindrical load model yet:
-            `lugre_friction` has).
+            any (and then no friction joints), and where cylindrical joints
+            and others both have elements (one exact law takes elements of
+            one size: `lugre_friction` takes the mix).
         lugre_friction: the same elements as MotionSolve's LuGre law
             (`JointLuGre`, Comments 3, 7 and 11) with their bristle parameters
             and each element's ``effect`` folded into its coefficients
@@ -1164,8 +1165,9 @@ def _friction(
     ]
     folded = [s for s, _ in pairs], [d for _, d in pairs]
     law = None
-    if not any(isinstance(load, CylindricalLoad) for load in loads):
-        # The file's coefficients and shared effect where there is one.
+    if len({isinstance(load, CylindricalLoad) for load in loads}) == 1:
+        # One element size per exact law (`JointFriction`); the file's
+        # coefficients and shared effect where there is one.
         coefficients = (mu_s, mu_d) if len(set(effects)) == 1 else folded
         law = JointFriction(
             *map(_per_element, coefficients),
@@ -1246,8 +1248,9 @@ def load_motionsolve(path: str | os.PathLike) -> MotionSolveModel:
     Returns:
         A `MotionSolveModel`: the `RigidBodyTree` (m, kg, kg·m², m/s²), the
         `JointFriction` law of the joint friction elements (arms and radii m,
-        preloads N·m or N; `None` without any or with one on a cylindrical
-        joint) and their `JointLuGre` form, the end time ``t1`` (s) and
+        preloads N·m or N; `None` without any, or with elements on both
+        cylindrical and other joints) and their `JointLuGre` form, the end
+        time ``t1`` (s) and
         ``num_steps``, the file's joint coordinates ``q0`` (rad or m), the ids
         behind ``q`` and the friction elements, and the LuGre-only attributes
         (kept, not used by the exact law).
