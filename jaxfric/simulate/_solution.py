@@ -18,7 +18,10 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
     )
     stick_solve_failed = (
         "No consistent set of stick/slip modes was found for the stuck elements "
-        "(the Delassus system may be singular: redundant friction elements)."
+        "(the Delassus system may be singular: redundant friction elements; or, "
+        "for reaction-load friction on cylindrical joints, the reactions couple "
+        "so strongly to the friction that the mode choice's rounds at the "
+        "levels of its own friction did not settle)."
     )
     nonfinite_state = (
         "The state or the applied force became non-finite (NaN or inf) during the "

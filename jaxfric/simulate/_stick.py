@@ -771,8 +771,10 @@ def consistent_modes(
 
 # Rounds of the mode choice of a load-dependent vector law at the levels of
 # the previous round's friction (`isotropic_modes`): each gains about
-# -log10(μ·r/ℓ) digits of the levels.
-_COUPLED_CHOICES = 4
+# -log10(μ·r/ℓ) digits of the levels, and the check needs about six (the slip
+# direction to 1e-6); one round (levels at the stuck state) failed the
+# cylindrical test. A `fori_loop`: compiled once, differentiable.
+_COUPLED_CHOICES = 10
 
 # Bisection steps of the slip-direction problem of a vector element (its
 # secular equation on [0, |a0|], to 2^-60 of the bracket, then one Newton
@@ -851,7 +853,9 @@ def isotropic_modes(
     `jaxfric.friction.JointFriction`) takes its levels at the reactions of
     the last choice's friction (`friction_at_modes`, which solves the load
     coupling), and the choice is made again at them, `_COUPLED_CHOICES`
-    times: the levels change by about ``μ·r/ℓ`` per round. The result is
+    times: the levels change by about ``μ·r/ℓ`` per round (where they have
+    not settled the check fails and the run ends with
+    ``RESULTS.stick_solve_failed``). The result is
     checked, never assumed: every stuck force inside its disk (relative
     ``1e-9``), every element slipping from rest accelerating along its
     direction, at the levels of the final friction.
