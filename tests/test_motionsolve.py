@@ -806,6 +806,30 @@ def test_cylindrical_joint_friction():
     )
 
 
+def test_shipped_slider_file():
+    # tests/data/motionsolve_slider.xml (experiments/motionsolve_slider.py)
+    # reads without a warning: a cylindrical joint along global x, mm to SI.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = load_motionsolve(_PENDULUM.parent / "motionsolve_slider.xml")
+    assert model.system.joint_names == ("5.rotation", "5.translation")
+    (load,) = model.friction.loads
+    assert model.lugre_friction.loads == model.friction.loads
+    assert (load.overlap_delta, load.inputs) == ("decrease", "1111")
+    expected = {"pin_radius": 0.02, "initial_overlap": 0.3, "force_preload": 1.5}
+    for name, value in expected.items():
+        np.testing.assert_allclose(getattr(load, name), value, atol=_TOLERANCE)
+    # Spin: I_xx + m e² = 2.4e-3 + 2·0.005² kg·m²; slide: 2 kg; the weight's
+    # torque about the shaft m g e = 2·9.81·0.005 N·m.
+    q = jnp.zeros(2)
+    np.testing.assert_allclose(
+        model.system.mass_matrix(q), np.diag([0.00245, 2.0]), atol=_TOLERANCE
+    )
+    np.testing.assert_allclose(
+        model.system.gravity_force(q), [0.0981, 0.0], atol=_TOLERANCE
+    )
+
+
 def test_cylindrical_joint_friction_attributes_and_effect():
     # A friction arm (revolute) and the torque preload (in the cylindrical
     # syntax, not in Comment 11) are named, not read.
