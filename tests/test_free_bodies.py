@@ -224,11 +224,12 @@ def _push(constant=(0.0, 0.0), rate=(0.0, 0.0)):
     return _Push(jnp.asarray([*constant, *pad]), jnp.asarray([*rate, *pad]))
 
 
-def _exact(mu, mu_s, v0, force, t1=1.0):
+def _exact(mu, mu_s, v0, force, t1=1.0, arms=None):
     """One sphere resting on the plane (static penetration), exact law; every
-    call has the same structure, so the tests share one compilation."""
+    call has the same structure (but `arms`), so the tests share one
+    compilation."""
     system, _ = _spheres((mu,))
-    law = jf.friction.IsotropicCoulomb(mu=mu, mu_s=mu_s)
+    law = jf.friction.IsotropicCoulomb(mu=mu, mu_s=mu_s, arms=arms)
     q0, qd0 = _sphere_start((v0,))
     return jf.simulate(system, law, q0=q0, qd0=qd0, t1=t1, num_save=101, force=force)
 
@@ -306,6 +307,45 @@ def test_exact_slip_turning_past_a_right_angle_matches_scipy():
     np.testing.assert_allclose(np.asarray(sol.slip_velocity), ref.y.T, atol=1e-9)
     turned = np.asarray(sol.slip_velocity)[-1] @ np.array([1.0, 0.0]) < 0
     assert turned
+
+
+def test_exact_elliptic_friction_matches_scipy():
+    # Anisotropic friction in the contact plane (MotionSolve Comment 8's
+    # ellipse, maximum dissipation): μ_x = 0.2, μ_y = 0.1 as μ = 0.2 with arms
+    # (1, 1/2): while slipping f = N (μ_x² v_x, μ_y² v_y)/|(μ_x v_x, μ_y v_y)|,
+    # so the contact point of a solid sphere obeys v̇ = −(7/2)(f/m), its slip
+    # turning towards the y axis as it slows, until it stops and rolls.
+    mu, arms, v0 = 0.2, np.array([1.0, 0.5]), np.array([2.0, 1.0])
+    sol = _exact(mu, mu, (*v0, 0.0), _push(), arms=jnp.asarray(arms))
+    assert sol.result == jf.RESULTS.successful
+    assert int(sol.stats["num_events"]) == 1
+
+    def contact(t, v):
+        return -3.5 * mu * G * arms**2 * v / np.linalg.norm(arms * v)
+
+    def stop(t, v):
+        return np.linalg.norm(v) - 1e-13
+
+    stop.terminal = True
+    ts = np.asarray(sol.ts)
+    ref = solve_ivp(contact, (0, ts[-1]), v0, method="DOP853", rtol=1e-13,
+                    atol=1e-15, events=stop, dense_output=True)  # fmt: skip
+    t_roll = ref.t_events[0][0]
+    before, after = ts < t_roll, ts > t_roll
+    slip = np.asarray(sol.slip_velocity)
+    # Measured 5.3e-10 s and 5.1e-10 m/s: near the stop the slip's direction
+    # swings at |ṡ|/|s|, which no step resolves, so the stop is located to
+    # the slip's last nanoseconds (an isotropic one to 1e-13 s).
+    assert float(sol.event_times[0]) == pytest.approx(t_roll, abs=2e-9)
+    np.testing.assert_allclose(slip[before], ref.sol(ts[before]).T, atol=2e-9)
+    # The contact force on the ellipse |f/a| = μ N (N = m g to the penalty
+    # spring's ringing); then rolling, the slip held at rounding.
+    force = np.asarray(sol.friction)[before]
+    np.testing.assert_allclose(
+        np.linalg.norm(force / arms, axis=1), mu * MASS * G, rtol=1e-9
+    )
+    assert np.all(np.asarray(sol.modes)[after] == 0)
+    assert np.max(np.abs(slip[after])) < 1e-15
 
 
 def test_exact_gradients_through_slip_stop_roll_and_breakaway():
