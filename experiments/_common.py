@@ -343,6 +343,42 @@ def random_robot_states(seed: int, num: int, n_dof: int):
     )
 
 
+def tree_energy(system, q, qd):
+    """Kinetic plus gravitational energy of a `RigidBodyTree` at ``(q, q̇)``,
+    J: ``½ q̇ᵀ M q̇ − g·Σ_k (m_k p_k + R_k c_k)`` (``c_k`` the first moment
+    of link ``k`` in its frame; massless links add nothing)."""
+    import jax.numpy as jnp
+
+    model = system.model
+    rot, pos = system.forward_kinematics(q)
+    first = model.mass[:, None] * pos + jnp.einsum(
+        "kij,kj->ki", rot, model.first_moment
+    )
+    return 0.5 * qd @ system.mass_matrix(q) @ qd - model.gravity @ jnp.sum(first, 0)
+
+
+def friction_energy_balance(sol, system) -> tuple[float, float]:
+    """``(friction work, energy lost)`` of a `RigidBodyTree` solution, J: the
+    work ``∫ Σ f_k q̇_k dt`` of every friction row by Simpson's rule on the
+    saved times, piecewise between events (where the friction power has
+    kinks), and the drop of `tree_energy` from the first saved state to the
+    last."""
+    from scipy.integrate import simpson
+
+    ts = np.asarray(sol.ts)
+    rows = np.asarray(system.friction_joints)
+    power = np.sum(np.asarray(sol.friction) * np.asarray(sol.qd)[:, rows], axis=1)
+    events = np.asarray(sol.event_times)
+    cuts = np.searchsorted(ts, events[np.isfinite(events)])
+    work = 0.0
+    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ts)], strict=True):
+        lo = max(lo - 1, 0)  # from the last save before the event
+        if hi - lo >= 2:
+            work += simpson(power[lo:hi], x=ts[lo:hi])
+    e = jax.vmap(lambda q, qd: tree_energy(system, q, qd))(sol.q, sol.qd)
+    return float(work), float(e[0] - e[-1])
+
+
 def best_time(fn, args, repeats):
     """``(best wall time of `repeats` warm calls, s; the output)``, after one
     call that compiles."""

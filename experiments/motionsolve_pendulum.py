@@ -41,6 +41,7 @@ from _common import (
     best_time,
     claim,
     enable_float64,
+    friction_energy_balance,
     load_settings,
     print_claims,
     print_table,
@@ -52,7 +53,6 @@ enable_float64()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-from scipy.integrate import simpson  # noqa: E402
 
 import jaxfric as jf  # noqa: E402
 from jaxfric.io import load_motionsolve  # noqa: E402
@@ -69,15 +69,6 @@ class Ramp(jf.forces.AbstractStatelessForce):
         return jnp.reshape(self.rate * t, (1,))
 
 
-def energy(system, q, qd):
-    """Kinetic plus gravitational energy of the one-body tree, J."""
-    model = system.model
-    rot, pos = system.forward_kinematics(q)
-    com = rot[0] @ (model.first_moment[0] / model.mass[0]) + pos[0]
-    kinetic = 0.5 * qd @ system.mass_matrix(q) @ qd
-    return kinetic - model.mass[0] * model.gravity @ com
-
-
 def contributions(system, law, q, qd, friction):
     """The four contributions ``c_k`` (N·m per unit μ) at a saved state: the
     reactions at the accelerations this friction gives."""
@@ -85,25 +76,6 @@ def contributions(system, law, q, qd, friction):
     qdd = system.acceleration(q, qd, zero, friction)
     reactions = system.joint_reactions(q, qd, qdd, zero, friction)
     return law.contributions(reactions)[0]
-
-
-def energy_balance(sol, system):
-    """``(friction work, energy lost)`` over the whole run, J: the work by
-    Simpson's rule on the saved times, piecewise between events (where the
-    friction power has kinks)."""
-    ts = np.asarray(sol.ts)
-    power = np.asarray(sol.friction[:, 0] * sol.qd[:, 0])
-    events = np.asarray(sol.event_times)
-    events = events[np.isfinite(events)]
-    cuts = np.searchsorted(ts, events)
-    work = 0.0
-    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ts)], strict=True):
-        # Each piece from the last save before an event to the next one.
-        lo, hi = max(lo - 1, 0), hi
-        if hi - lo >= 2:
-            work += simpson(power[lo:hi], x=ts[lo:hi])
-    e = jax.vmap(lambda q, qd: energy(system, q, qd))(sol.q, sol.qd)
-    return work, float(e[0] - e[-1])
 
 
 def main():
@@ -134,7 +106,7 @@ def main():
     ]
 
     # Friction work = mechanical energy lost.
-    work, lost = energy_balance(sol, system)
+    work, lost = friction_energy_balance(sol, system)
     rel = abs(work - lost) / abs(lost)
     claims.append(
         claim(
@@ -176,7 +148,7 @@ def main():
         system, lugre, q0, qd0, t1, ts=ts, rtol=tol["rtol"], atol=tol["atol"],
         throw=False,
     )  # fmt: skip
-    l_work, l_lost = energy_balance(lugre_sol, system)
+    l_work, l_lost = friction_energy_balance(lugre_sol, system)
     l_rel = abs(l_work - l_lost) / abs(l_lost)
     late = np.asarray(lugre_sol.ts) >= t1 - tol["rest_window"]
     creep = float(np.max(np.abs(np.asarray(lugre_sol.qd[late, 0]))))

@@ -41,6 +41,7 @@ from _common import (
     best_time,
     claim,
     enable_float64,
+    friction_energy_balance,
     load_settings,
     print_claims,
     print_table,
@@ -52,40 +53,11 @@ enable_float64()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-from scipy.integrate import simpson  # noqa: E402
 
 import jaxfric as jf  # noqa: E402
 from jaxfric.io import load_motionsolve  # noqa: E402
 
 NAME = "motionsolve_slider"
-
-
-def energy(system, q, qd):
-    """Kinetic plus gravitational energy of the tree, J."""
-    model = system.model
-    rot, pos = system.forward_kinematics(q)
-    first = model.mass[:, None] * pos + jnp.einsum(
-        "kij,kj->ki", rot, model.first_moment
-    )
-    return 0.5 * qd @ system.mass_matrix(q) @ qd - model.gravity @ jnp.sum(first, 0)
-
-
-def energy_balance(sol, system):
-    """``(friction work, energy lost)``, J: the work of both rows by Simpson's
-    rule on the saved times, piecewise between events (where the friction
-    power has kinks)."""
-    ts = np.asarray(sol.ts)
-    rows = np.asarray(system.friction_joints)
-    power = np.sum(np.asarray(sol.friction) * np.asarray(sol.qd)[:, rows], axis=1)
-    events = np.asarray(sol.event_times)
-    cuts = np.searchsorted(ts, events[np.isfinite(events)])
-    work = 0.0
-    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ts)], strict=True):
-        lo = max(lo - 1, 0)  # from the last save before the event
-        if hi - lo >= 2:
-            work += simpson(power[lo:hi], x=ts[lo:hi])
-    e = jax.vmap(lambda q, qd: energy(system, q, qd))(sol.q, sol.qd)
-    return work, float(e[0] - e[-1])
 
 
 def main():
@@ -119,7 +91,7 @@ def main():
         ("exact", sol, exp["energy_rtol"]),
         ("LuGre form", lugre_sol, tol["energy_rtol"]),
     ):
-        work, lost = energy_balance(s, system)
+        work, lost = friction_energy_balance(s, system)
         rel = abs(work - lost) / abs(lost)
         claims.append(
             claim(
