@@ -237,7 +237,10 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
     ``|F| <= fs`` and opposes ``v`` (``F = fc·v/|v|`` while slipping), and each
     row's force is ``f_i = a_i F_i`` (a torque ``r_p F_rot``): in the rows, the
     friction ellipse ``|f/a| <= fs`` with the slip ``f = fc·a²s/|a s|`` of
-    maximum dissipation (Comment 8's ellipse).
+    maximum dissipation. On a contact's own rows, arms ``(μ_x, μ_y)/μ`` with
+    `mu` ``μ`` give Comment 8's ellipse of coefficients ``μ_x``, ``μ_y``. The
+    switch path locates an elliptic stop to about 1e-9 s (the slip's
+    direction swings as it stops), an isotropic one to 1e-13 s.
 
     Args:
         fc: kinetic level, N, ``>= 0`` (one per row, equal on an element's rows).
@@ -245,9 +248,10 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
         mu: instead of `fc`, the kinetic friction coefficient, ``>= 0``.
         mu_s: with `mu`, the static coefficient, ``>= mu``; default `mu`.
         dims: rows per element (static), 2 or 3.
-        arms: per row, the length that turns the row's slip into the
-            contact's, m per row unit, ``> 0``; default 1 (the rows are the
-            contact's slip).
+        arms: per row, ``> 0``, the factor that turns the row's slip into
+            the contact's (m per radian for a cylindrical joint's rotation,
+            1 for its translation; ratios ``μ_i/μ`` for an ellipse on a
+            contact); default 1 (the rows are the contact's slip).
     """
 
     fc: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
