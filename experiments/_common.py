@@ -379,13 +379,51 @@ def friction_energy_balance(sol, system) -> tuple[float, float]:
     return float(work), float(e[0] - e[-1])
 
 
-def best_time(fn, args, repeats):
-    """``(best wall time of `repeats` warm calls, s; the output)``, after one
-    call that compiles."""
+def timed(fn, args, repeats):
+    """``(first call s, best of `repeats` warm calls s, output)``: the first
+    call compiles (and runs once)."""
+    start = time.perf_counter()
     out = jax.block_until_ready(fn(*args))
+    first = time.perf_counter() - start
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
         out = jax.block_until_ready(fn(*args))
         best = min(best, time.perf_counter() - start)
+    return first, best, out
+
+
+def best_time(fn, args, repeats):
+    """``(best wall time of `repeats` warm calls, s; the output)``, after one
+    call that compiles."""
+    _, best, out = timed(fn, args, repeats)
     return best, out
+
+
+def mujoco_rollout(model, starts, controls, steps, threads):
+    """``(wall s, states)`` of `mujoco.rollout` from each start ``(qpos,
+    qvel)`` with open-loop `controls` (members, steps, actuators; `None` for a
+    model without actuators). `states`: (members, steps, full physics state)."""
+    import mujoco
+    from mujoco import rollout
+
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    data = mujoco.MjData(model)
+    init = []
+    for qpos, qvel in starts:
+        data.qpos[:], data.qvel[:] = qpos, qvel
+        state = np.zeros(mujoco.mj_stateSize(model, spec))
+        mujoco.mj_getState(model, data, state, spec)
+        init.append(state)
+    datas = [mujoco.MjData(model) for _ in range(threads)]
+    with rollout.Rollout(nthread=0 if threads == 1 else threads) as runner:
+        start = time.perf_counter()
+        states, _ = runner.rollout(
+            model,
+            datas[0] if threads == 1 else datas,
+            np.array(init),
+            controls,
+            nstep=steps,
+            chunk_size=max(1, len(starts) // threads),
+        )
+        return time.perf_counter() - start, states

@@ -31,7 +31,6 @@ Run: ``python experiments/bench_3rps.py [SETTINGS.toml]``.
 """
 
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
@@ -42,6 +41,7 @@ from _common import (
     claim,
     enable_float64,
     load_settings,
+    mujoco_rollout,
     print_claims,
     print_table,
     read_settings,
@@ -153,34 +153,6 @@ def mujoco_state(spec, q_tree, qd_tree):
     qpos = np.concatenate([q_tree[:2], quat, q_tree[5:9]])
     qvel = np.concatenate([qd_tree[:2], omega, qd_tree[5:9]])
     return qpos, qvel
-
-
-def mujoco_rollout(model, starts, controls, steps, threads):
-    """``(wall s, states)`` of `mujoco.rollout` from each start ``(qpos,
-    qvel)`` with open-loop `controls` (members, steps, actuators)."""
-    import mujoco
-    from mujoco import rollout
-
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    data = mujoco.MjData(model)
-    init = []
-    for qpos, qvel in starts:
-        data.qpos[:], data.qvel[:] = qpos, qvel
-        state = np.zeros(mujoco.mj_stateSize(model, spec))
-        mujoco.mj_getState(model, data, state, spec)
-        init.append(state)
-    datas = [mujoco.MjData(model) for _ in range(threads)]
-    with rollout.Rollout(nthread=0 if threads == 1 else threads) as runner:
-        start = time.perf_counter()
-        states, _ = runner.rollout(
-            model,
-            datas[0] if threads == 1 else datas,
-            np.array(init),
-            controls,
-            nstep=steps,
-            chunk_size=max(1, len(starts) // threads),
-        )
-        return time.perf_counter() - start, states
 
 
 def problem(settings):

@@ -28,8 +28,6 @@ the checks. The batch sizes per backend are in the settings (``[sizes.cpu]``,
 Run: ``python experiments/bench_gpu.py [SETTINGS.toml]``.
 """
 
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -43,6 +41,7 @@ from _common import (
     print_table,
     read_settings,
     results_dir,
+    timed,
     write_json,
 )
 
@@ -70,19 +69,6 @@ COLUMNS = [
     ("cpu_difference", "|q − q_cpu| (m)", ".1e"),
     ("grad_error", "gradient rel. error", ".1e"),
 ]
-
-
-def timed(fn, args, repeats):
-    """``(first call s, best warm call s, output)``."""
-    start = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    first = time.perf_counter() - start
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - start)
-    return first, best, out
 
 
 def row(case, n, first, best, failed, **checks):

@@ -47,6 +47,7 @@ from _common import (
     print_table,
     read_settings,
     results_dir,
+    timed,
     write_json,
 )
 
@@ -60,7 +61,6 @@ from bench_gpu import (  # noqa: E402
     four_bar_member,
     row as gpu_row,
     sim_row,
-    timed,
 )
 
 NAME = "bench_mjx"

@@ -96,6 +96,32 @@ def run_jaxfric(case, settings):
     return np.asarray(sol.ts), np.asarray(sol.qd)[:, 0], slip, wall, result
 
 
+def mujoco_sphere(mass, radius, mu, gravity, dt, option):
+    """MuJoCo's free solid sphere (``condim 3``, sliding friction `mu`) on the
+    plane ``z = 0``, its centre at ``(0, 0, radius)``; `gravity` (3,) m/s²,
+    timestep `dt` s, `option` the extra ``<option>`` attributes."""
+    import mujoco
+
+    attributes = " ".join(f'{k}="{v}"' for k, v in option.items())
+    inertia = 0.4 * mass * radius**2
+    xml = f"""
+    <mujoco>
+      <option timestep="{dt}" gravity="{gravity[0]} {gravity[1]} {gravity[2]}"
+              {attributes}/>
+      <worldbody>
+        <geom type="plane" size="50 50 0.1" friction="{mu} 0 0"/>
+        <body pos="0 0 {radius}">
+          <freejoint/>
+          <geom type="sphere" size="{radius}" mass="{mass}"
+                friction="{mu} 0 0" condim="3"/>
+          <inertial pos="0 0 0" mass="{mass}"
+                    diaginertia="{inertia} {inertia} {inertia}"/>
+        </body>
+      </worldbody>
+    </mujoco>"""
+    return mujoco.MjModel.from_xml_string(xml)
+
+
 def run_mujoco(case, settings, variant):
     """MuJoCo; returns ``(ts, centre velocity, contact slip, wall s)``."""
     import mujoco
@@ -104,24 +130,7 @@ def run_mujoco(case, settings, variant):
     mass, radius = float(sphere["mass"]), float(sphere["radius"])
     gravity = tilted_gravity(float(sphere["gravity"]), np.radians(case["angle_deg"]))
     dt = float(settings["mujoco"]["timestep"])
-    option = " ".join(f'{k}="{v}"' for k, v in variant["option"].items())
-    inertia = 0.4 * mass * radius**2
-    xml = f"""
-    <mujoco>
-      <option timestep="{dt}" gravity="{gravity[0]} {gravity[1]} {gravity[2]}"
-              {option}/>
-      <worldbody>
-        <geom type="plane" size="50 50 0.1" friction="{case["mu"]} 0 0"/>
-        <body pos="0 0 {radius}">
-          <freejoint/>
-          <geom type="sphere" size="{radius}" mass="{mass}"
-                friction="{case["mu"]} 0 0" condim="3"/>
-          <inertial pos="0 0 0" mass="{mass}"
-                    diaginertia="{inertia} {inertia} {inertia}"/>
-        </body>
-      </worldbody>
-    </mujoco>"""
-    model = mujoco.MjModel.from_xml_string(xml)
+    model = mujoco_sphere(mass, radius, case["mu"], gravity, dt, variant["option"])
     data = mujoco.MjData(model)
     t1, num = float(exp["t1"]), int(exp["num_save"])
     steps = int(round(t1 / dt))
