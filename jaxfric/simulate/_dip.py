@@ -118,7 +118,10 @@ class DipGuard(AbstractWrappedSolver):
         # steps shrink onto the tangency until rounding makes g_k <= 0).
         scale = jnp.maximum(scale, jnp.abs(g1))
         tol = _ROUNDING * jnp.finfo(g1.dtype).eps * scale
-        screened = inside & ends_up & (lowest < _SAFETY * miss - tol) & ~made_jump
+        # `made_jump` can be a Python bool (diffrax's first step), whose `~`
+        # is an integer's.
+        screened = inside & ends_up & (lowest < _SAFETY * miss - tol)
+        screened = screened & jnp.logical_not(made_jump)
         dip = jnp.any(screened)
         y_error = jax.tree.map(lambda e: jnp.where(dip, jnp.inf, e), y_error)
         # History on accepting this step (diffrax keeps the old state on a
