@@ -26,9 +26,10 @@ Checks:
   ``rest_window``.
 
 And a table: time per simulation of each law (after compilation). The file's
-``damping_effects`` is 2 s/m: at 20 s/m the LuGre form's load coupling did
-not converge at launch (``RESULTS.load_coupling_failed``: the fixed point's
-gain is about ``σ1|v|·m e r_p/I``, near 0.7 there).
+``damping_effects`` is 2 s/m. At MotionSolve's usual 20 s/m the coupling's
+gain is about ``σ1|v|·m e r_p/I``, near 0.7 at launch: the fixed-point
+iteration the load coupling first used did not close in 50 iterations there
+(``RESULTS.load_coupling_failed``); its Newton solve does.
 
 Run: ``python experiments/motionsolve_slider.py [SETTINGS.toml]``.
 """

@@ -308,10 +308,10 @@ def test_lugre_with_reaction_loads_against_scipy():
     assert 1e-4 < float(sol.q[4, 0]) < 1e-2
     # With σ1 = 1e4 s/m the pin's damping force depends on the acceleration it
     # produces more strongly as the rotor speeds up: between 1.4 s and 1.6 s
-    # the coupling stops converging within 50 iterations, and the run says so
-    # (it said `nonfinite_state`; the solve stops just short of the first
-    # failing state, where the coupling still converges, in its 50th
-    # iteration). The same compiled simulation.
+    # the coupling's gain reaches one (its solutions merge and vanish), and the
+    # run says so (it said `nonfinite_state`; the solve stops just short of
+    # the first failing state, where the coupling still converges, with
+    # |det(I − ∂F/∂f)| = 1.9e-4). The same compiled simulation.
     damped = jf.JointLuGre(
         mu_s, mu_d, (_load(),), bristle_stiffness=s0, damping_effects=1e4,
         viscous_effects=s2, stiction_trans_vel=vs,
@@ -361,39 +361,51 @@ def test_slider_breakaway_and_slip_with_overlap_against_scipy():
     stuck = ts < t_break
     assert np.all(np.asarray(sol.qd)[stuck] == 0.0)
 
-    def rhs(t, y):
+    def rhs(t, y, rate, x0, lowest):
         q, v = y
 
         def residual(a):
-            return mass * a - (rate * t - level(mu_d, q, a))
+            return mass * a - (rate * t - level(mu_d, q, a, x0))
 
-        return [v, brentq(residual, -1e3, 1e3, xtol=1e-15, rtol=1e-15)]
+        return [v, brentq(residual, lowest, 1e3, xtol=1e-15, rtol=1e-15)]
 
-    ref = solve_ivp(rhs, (t_break, t1), [0.0, 0.0], method="DOP853", rtol=1e-12,
-                    atol=1e-14, dense_output=True)  # fmt: skip
-    expected = ref.sol(ts[~stuck])
+    def reference(t_start, rate, x0, lowest):
+        return solve_ivp(
+            rhs, (t_start, t1), [0.0, 0.0], method="DOP853", rtol=1e-12,
+            atol=1e-14, dense_output=True, args=(rate, x0, lowest),
+        )  # fmt: skip
+
+    expected = reference(t_break, rate, x0, -1e3).sol(ts[~stuck])
     np.testing.assert_allclose(sol.q[~stuck, 0], expected[0], atol=_TRAJECTORY_TOL)
     np.testing.assert_allclose(sol.qd[~stuck, 0], expected[1], atol=_TRAJECTORY_TOL)
 
     # An overlap of 2 mm: once the block slips, the bending couple m d a over
-    # x_s makes the load coupling diverge (its error grows by up to
-    # μ_d·d/x_s = 2.5 per iteration). Under 200 N/s the block breaks away at
-    # 1.03 s and the switch to slip finds no finite friction:
-    # `load_coupling_failed` (it said `stick_solve_failed`). The same
-    # compiled simulation.
+    # x_s feeds the friction back with a gain up to μ_d·d/x_s = 2.5: a
+    # fixed-point iteration diverges (it ended this run as
+    # `load_coupling_failed`), and two accelerations are consistent with the
+    # forward slip, the residual being convex in a (a Painlevé-like
+    # ambiguity). Newton's method from f = 0 takes the one nearest the
+    # frictionless motion, a > 0, which scipy finds by brentq on [0, 1e3].
+    # Under 200 N/s the block breaks away at 1.03 s. The same compiled
+    # simulation.
     short = dataclasses.replace(load, initial_overlap=0.002)
-    failed = run(dataclasses.replace(law, loads=(short,)), jnp.asarray(200.0))
-    assert failed.result == jf.RESULTS.load_coupling_failed
-    stuck = ts < level(mu_s, 0.0, 0.0, short.initial_overlap) / 200.0
-    assert np.all(failed.q[stuck] == 0.0) and np.all(np.isnan(failed.q[~stuck]))
+    slipped = run(dataclasses.replace(law, loads=(short,)), jnp.asarray(200.0))
+    assert slipped.result == jf.RESULTS.successful
+    t_short = level(mu_s, 0.0, 0.0, short.initial_overlap) / 200.0
+    assert abs(float(slipped.event_times[0]) - t_short) < _EVENT_TOL
+    stuck = ts < t_short
+    assert np.all(slipped.q[stuck] == 0.0)
+    expected = reference(t_short, 200.0, short.initial_overlap, 0.0).sol(ts[~stuck])
+    np.testing.assert_allclose(slipped.q[~stuck, 0], expected[0], atol=_TRAJECTORY_TOL)
+    np.testing.assert_allclose(slipped.qd[~stuck, 0], expected[1], atol=_TRAJECTORY_TOL)
 
 
 def test_load_coupling_at_one_state_and_its_failure():
     # The rotor slipping forward at 2 rad/s under 0.4 N·m: the friction torque
     # solves T = μ_d (r_p m L √(ω⁴ + α²) + ...) with α = (u − T)/(I + m L²),
-    # here by brentq; one fixed-point iteration cannot converge: NaN, never a
-    # lagged value.
-    from jaxfric.simulate._stick import friction_at_modes
+    # here by brentq; one Newton step cannot converge: NaN, never a lagged
+    # value.
+    from jaxfric.simulate._stick import friction_at_modes, load_coupling_at_modes
 
     system, w, u = _rotor(), 2.0, 0.4
     q, qd, modes = jnp.zeros(1), jnp.array([w]), jnp.array([1])
@@ -413,6 +425,29 @@ def test_load_coupling_at_one_state_and_its_failure():
     once = jf.JointFriction(0.5, 0.3, loads=(_load(),), max_iterations=1)
     friction, acc, _ = friction_at_modes(system, once, q, qd, net, modes)
     assert np.isnan(friction).all() and np.isnan(acc).all()
+
+    # A pin of 0.35 m: the rotor decelerates at α ≈ −1900 rad/s² and the
+    # coupling's gain is ∂F/∂f = −0.3·r_p·m·L·(α/|(ω², α)|)/(I + m L²) = 0.95
+    # (a fixed-point iteration would close in on the root by 0.95 per
+    # iteration, 590 iterations to 1e-12); Newton's method takes a few, and
+    # |det(I − ∂F/∂f)| = 1 − 0.95.
+    big = dataclasses.replace(_load(), pin_radius=0.35)
+
+    def residual_big(a):
+        rp = big.pin_radius
+        load = rp * M * L * np.hypot(w * w, a) + RN * M * G + rp * M * G * L / RB
+        return inertia * a - (u - (0.3 * load + 0.3 / 0.5 * T_PRE))
+
+    alpha_big = brentq(residual_big, -1e5, 1e5, xtol=1e-15, rtol=1e-15)
+    law_big = jf.JointFriction(0.5, 0.3, loads=(big,))
+    coupling = load_coupling_at_modes(system, law_big, q, qd, net, modes)
+    _, acc, _ = friction_at_modes(system, law_big, q, qd, net, modes)
+    np.testing.assert_allclose(acc, [alpha_big], rtol=1e-12)
+    assert bool(coupling.converged) and int(coupling.iterations) <= 8
+    slope = alpha_big / np.hypot(w * w, alpha_big)
+    gain = -0.3 * big.pin_radius * M * L / inertia * slope
+    assert 0.9 < gain < 1.0
+    np.testing.assert_allclose(coupling.regularity, 1 - gain, rtol=1e-9)
 
     # Reverse mode (`jax.grad`: optimistix's implicit adjoint of the fixed
     # point, transposed) against the implicit function theorem on the scalar

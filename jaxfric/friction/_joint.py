@@ -449,8 +449,8 @@ class JointFriction(AbstractFrictionLaw):
     motion and sticks while its stick force stays within ``μ_s·Σ c_k``. The
     reactions depend on the accelerations, which depend on every friction
     force, so at each evaluation the switch path solves ``f = F(f)`` (``f →
-    accelerations → reactions → levels → f``) by fixed-point iteration to a
-    change below ``1e-12`` of the largest force and differentiates it
+    accelerations → reactions → levels → f``) by Newton's method to
+    ``1e-12`` of the largest force and differentiates it
     implicitly; where it does not converge in `max_iterations` the friction is
     non-finite and the simulation stops with
     ``RESULTS.load_coupling_failed``, never a lagged reaction. A stuck joint's
@@ -476,10 +476,10 @@ class JointFriction(AbstractFrictionLaw):
         effect: ``"all"`` (default: static limit ``μ_s``, slip level ``μ_d``),
             ``"stiction"`` (``μ_s`` for both) or ``"sliding"`` (``μ_d`` for
             both), MotionSolve's ``effect``.
-        max_iterations: the most fixed-point iterations of the load coupling
-            per evaluation, ``>= 1`` (default 50; each is a product with the
-            reactions' Jacobian and a stick solve; the iteration contracts by
-            about ``μ·r/ℓ``, a pin radius over a link length, so a few do).
+        max_iterations: the most Newton steps of the load coupling per
+            evaluation, ``>= 1`` (default 50; each is a product with the
+            reactions' Jacobian, a stick solve and its derivative in ``f``;
+            a few do).
     """
 
     mu_static: Float[Array, "..."] = eqx.field(converter=as_float)
@@ -554,11 +554,12 @@ class JointFriction(AbstractFrictionLaw):
         mu_s, mu_d = self.coefficients()
         if self.rows_per_element == 1:
             return Coulomb(fc=mu_d * load, fs=mu_s * load)
+        rows = self.rows_per_element
         arms = jnp.concatenate([load_.arms for load_ in self.loads])
         return IsotropicCoulomb(
-            fc=jnp.repeat(mu_d * load, 2),
-            fs=jnp.repeat(mu_s * load, 2),
-            dims=2,
+            fc=jnp.repeat(mu_d * load, rows),
+            fs=jnp.repeat(mu_s * load, rows),
+            dims=rows,
             arms=arms,
         )
 
@@ -658,7 +659,7 @@ class JointLuGre(AbstractFrictionLaw):
     turning and sliding share one friction limit. The normal
     forces come from the reactions, which depend on the accelerations and so
     on this friction: the dynamic-law path solves that coupling at every
-    evaluation (the same fixed point as `JointFriction`). The state is
+    evaluation (the same Newton solve as `JointFriction`). The state is
     element-major (four per scalar element, six per cylindrical one); it
     starts relaxed (``z = 0``).
 
@@ -673,8 +674,8 @@ class JointLuGre(AbstractFrictionLaw):
         damping_effects: ``σ1``, s/m, ``>= 0``.
         viscous_effects: ``σ2``, N·s/m, ``>= 0``.
         stiction_trans_vel: ``v_s``, m/s, ``> 0``.
-        max_iterations: the most fixed-point iterations of the load coupling
-            per evaluation (default 50); where it does not converge the
+        max_iterations: the most Newton steps of the load coupling per
+            evaluation (default 50); where it does not converge the
             simulation stops with ``RESULTS.load_coupling_failed``.
     """
 

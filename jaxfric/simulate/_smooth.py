@@ -157,9 +157,10 @@ class _LoadedDynamicFriction(eqx.Module):
         )
 
     def coupling(
-        self, q, qd, applied, slip_velocity: SlipVector, state
+        self, q, qd, applied, slip_velocity: SlipVector, state, regularity=False
     ) -> LoadCoupling:
-        """The load coupling at this state (`solve_load_coupling`)."""
+        """The load coupling at this state (`solve_load_coupling`, its
+        `regularity` where asked)."""
         # The same `dynamics` as the vector field's `acceleration` (computed
         # once after common-subexpression elimination).
         dynamics = self.system.dynamics(q, qd)
@@ -176,6 +177,7 @@ class _LoadedDynamicFriction(eqx.Module):
             minv_jt,
             lambda law_at: law_at.force(state, slip_velocity),
             dynamics,
+            regularity,
         )
 
 
@@ -244,7 +246,7 @@ def _solve(
         q, qd, z, x = layout.split(y_stop[-1])
         applied, _ = applied_force(force, t_stop[-1], q, qd, x)
         slip = friction_fn.system.slip_velocity(q, qd)
-        return friction_fn.coupling(q, qd, applied, slip, z)
+        return friction_fn.coupling(q, qd, applied, slip, z, regularity=True)
 
     result = name_load_coupling_failure(
         friction_fn.law, result, coupling_at, friction_fn, force, sol.ts[1], at_stop

@@ -47,12 +47,14 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
     )
     load_coupling_failed = (
         "The friction of a law with load-dependent levels (`JointFriction`, "
-        "`JointLuGre`) could not be solved where the solve stopped: the "
-        "fixed-point iteration friction → reactions → friction levels did not "
-        "converge within the law's `max_iterations`. Raise `max_iterations`; if "
-        "that does not help, the coupling does not contract there (it contracts "
-        "by about the friction coefficient times a pin radius or reaction arm "
-        "over a link length): check the load models' geometry and coefficients."
+        "`JointLuGre`) could not be solved where the solve stopped: Newton's "
+        "method on friction = F(friction), F the friction at the reactions of "
+        "a friction, did not converge within the law's `max_iterations`, or "
+        "I − dF/dfriction was singular (friction raising its own load as fast "
+        "as it grows: a gain of one, about the friction coefficient times a pin "
+        "radius or reaction arm over a link length, larger with LuGre's bristle "
+        "damping). Raise `max_iterations`; if that does not help, check the "
+        "load models' geometry and coefficients."
     )
 
 

@@ -293,9 +293,9 @@ def friction_at_modes(
 
     A `load_dependent` law (reaction-load joint friction) has levels that
     depend on the accelerations, which depend on the friction: the friction
-    is the fixed point of friction → accelerations → reactions → levels →
-    friction (`solve_load_coupling`), differentiated implicitly; where the
-    iteration does not converge the result is non-finite, which the paths
+    is the solution of friction → accelerations → reactions → levels →
+    friction (`solve_load_coupling`, Newton), differentiated implicitly; where
+    that does not converge the result is non-finite, which the paths
     report as `RESULTS.load_coupling_failed` (`load_coupling_at_modes`).
 
     Returns:
@@ -328,17 +328,20 @@ def load_coupling_at_modes(
     reference: SlipVector | None = None,
 ) -> LoadCoupling:
     """The load coupling of a `load_dependent` law that `friction_at_modes`
-    solves at these modes (`solve_load_coupling`): whether it converges
-    there, and in how many iterations."""
+    solves at these modes (`solve_load_coupling`, with its `regularity`):
+    whether it converges there, in how many steps, and how near singular."""
     _, _, coupling = _at_modes(
-        system, law, q, qd, net, modes, True, dynamics, None, reference, None
+        system, law, q, qd, net, modes, True, dynamics, None, reference, None, True
     )
     if coupling is None:
         raise TypeError(f"{type(law).__name__} has no load coupling to solve.")
     return coupling
 
 
-def _at_modes(system, law, q, qd, net, modes, split, dynamics, parts, reference, slip):
+def _at_modes(
+    system, law, q, qd, net, modes, split, dynamics, parts, reference, slip,
+    regularity=False,
+):  # fmt: skip
     """``(solve, law, coupling)`` for `friction_at_modes`: ``solve(law_at)``,
     the friction and accelerations at these modes with the law's levels
     `law_at`; the law at the state; and for a `load_dependent` law its load
@@ -370,6 +373,7 @@ def _at_modes(system, law, q, qd, net, modes, split, dynamics, parts, reference,
         parts.minv_jt,
         lambda law_at: solve(law_at)[0],
         dynamics,
+        regularity,
     )
     return solve, law, coupling
 
