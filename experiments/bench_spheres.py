@@ -49,7 +49,7 @@ from _common import (
 enable_float64()
 
 from incline_creep import mujoco_sphere  # noqa: E402
-from kikuuwe_sphere import make_sphere  # noqa: E402
+from kikuuwe_sphere import make_sphere, start_height  # noqa: E402
 
 import jaxfric as jf  # noqa: E402
 from jaxfric.io import build, parse_simulate  # noqa: E402
@@ -96,10 +96,10 @@ def closed_form(sphere, v0, w0):
     return t_roll, v, w
 
 
-def errors(sphere, v0, w0, v, w, slip):
+def errors(sphere, reference, v, w, slip):
     """The checks of one batch's velocities at ``t1`` (n, 3) and contact slip
-    speeds (n,) against the closed form."""
-    _, v_ref, w_ref = closed_form(sphere, v0, w0)
+    speeds (n,) against the closed form (`reference`, `closed_form`'s)."""
+    _, v_ref, w_ref = reference
     return dict(
         v_error=float(np.max(np.abs(v - v_ref))),
         w_error=float(np.max(np.abs(w - w_ref))) * float(sphere["radius"]),
@@ -111,9 +111,7 @@ def jaxfric_rows(settings, sizes):
     """One row per law and batch size."""
     sphere, batch = settings["sphere"], settings["batch"]
     system = make_sphere(sphere)
-    height = float(sphere["radius"]) - float(sphere["mass"]) * float(
-        sphere["gravity"]
-    ) / float(sphere["contact_stiffness"])
+    height = start_height({"height": "static"}, sphere)
     q0 = jnp.array([0.0, 0.0, height, 1.0, 0.0, 0.0, 0.0])
     t1 = float(batch["t1"])
     rows = []
@@ -136,6 +134,7 @@ def jaxfric_rows(settings, sizes):
 
         for n in sizes:
             v0, w0 = launches(batch, n)
+            reference = closed_form(sphere, v0, w0)
             qd0 = jnp.asarray(np.concatenate([v0, w0], 1))
             first, best, sol = timed(run, (qd0,), int(batch["repeats"]))
             qd = np.asarray(sol.qd)[:, -1]
@@ -149,14 +148,12 @@ def jaxfric_rows(settings, sizes):
                 failed=int(np.sum(np.asarray(sol.result._value) != 0)),
                 max_steps=int(np.max(sol.stats["num_steps"])),
                 load=load_average()[0],
-                **errors(sphere, v0, w0, qd[:, :3], qd[:, 3:], slip),
+                **errors(sphere, reference, qd[:, :3], qd[:, 3:], slip),
             )
             events = np.asarray(sol.event_times)
             if events.shape[1]:  # the switch path: the stop is an event
                 t_roll = np.where(np.isfinite(events), events, np.inf).min(axis=1)
-                row["roll_error"] = float(
-                    np.max(np.abs(t_roll - closed_form(sphere, v0, w0)[0]))
-                )
+                row["roll_error"] = float(np.max(np.abs(t_roll - reference[0])))
                 row["max_events"] = int(np.max(sol.stats["num_events"]))
             rows.append(row)
             print(f"{row['engine']}, {n}: {row['per_sim_ms']:.4f} ms per simulation")
@@ -217,7 +214,7 @@ def mujoco_rows(settings, sizes):
                     failed=int(np.sum(~np.isfinite(states[:, -1]).all(axis=1))),
                     max_steps=steps,
                     load=load_average()[0],
-                    **errors(sphere, v0, w0, v, w, slip),
+                    **errors(sphere, closed_form(sphere, v0, w0), v, w, slip),
                 )
             )
             print(f"{rows[-1]['engine']}, {n}: {rows[-1]['per_sim_ms']:.4f} ms")

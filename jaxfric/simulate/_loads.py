@@ -110,16 +110,19 @@ def solve_load_coupling(
         return law.at_reactions(base._replace(wrench=base.wrench + slope @ friction))
 
     def residual(friction):
-        return friction - friction_of(law_at(friction))
+        """``(f − F(f), its Jacobian I − ∂F/∂f)``."""
+        r, tangent = jax.linearize(
+            lambda f: f - friction_of(law_at(f)), friction
+        )  # fmt: skip
+        return r, jax.vmap(tangent, out_axes=1)(eye)
 
     def newton(friction, _):
         # One Newton step on the residual. Its Jacobian is held out of
         # differentiation: at the root the step's derivative is then exactly
         # the implicit function's (-A⁻¹ ∂r/∂θ, A = ∂r/∂f), without second
         # derivatives. `lu_solve` is a loop, not LAPACK (`jaxfric._linalg`).
-        r, tangent = jax.linearize(residual, friction)
-        jac = jax.lax.stop_gradient(jax.vmap(tangent, out_axes=1)(eye))
-        return friction - lu_solve(jac, r)
+        r, jac = residual(friction)
+        return friction - lu_solve(jax.lax.stop_gradient(jac), r)
 
     # Newton from ``f = 0``: a plain fixed-point iteration contracts only by
     # the coupling's gain (about 0.7 per iteration for LuGre's damped
@@ -139,7 +142,7 @@ def solve_load_coupling(
         jnp.isfinite(friction)
     )
     if regularity:
-        jac = jax.jacfwd(residual)(jax.lax.stop_gradient(friction))
+        _, jac = residual(jax.lax.stop_gradient(friction))
         regular = jnp.where(converged, jnp.abs(det(jac)), 0.0)
     else:
         regular = jnp.full((), jnp.nan, like.dtype)

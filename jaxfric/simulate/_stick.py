@@ -331,8 +331,9 @@ def load_coupling_at_modes(
     solves at these modes (`solve_load_coupling`, with its `regularity`):
     whether it converges there, in how many steps, and how near singular."""
     _, _, coupling = _at_modes(
-        system, law, q, qd, net, modes, True, dynamics, None, reference, None, True
-    )
+        system, law, q, qd, net, modes, True, dynamics, None, reference, None,
+        regularity=True,
+    )  # fmt: skip
     if coupling is None:
         raise TypeError(f"{type(law).__name__} has no load coupling to solve.")
     return coupling
