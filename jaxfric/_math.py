@@ -139,3 +139,14 @@ def block_dot(x: ArrayLike, y: ArrayLike, dims: int) -> Float[Array, " m"]:
     row of its block."""
     xy = jnp.asarray(x) * jnp.asarray(y)
     return jnp.repeat(jnp.sum(xy.reshape(-1, dims), axis=1), dims)
+
+
+def row_arms(arms: ArrayLike | None, like: ArrayLike) -> Float[Array, " m"]:
+    """A vector law's `arms` (one per row, or one for all; `None`: ones)
+    broadcast to the rows of `like`, in its dtype: the factors that turn each
+    row's slip into the contact's (`jaxfric.friction.IsotropicCoulomb`,
+    `jaxfric.friction.ContactLuGre`)."""
+    like = jnp.asarray(like)
+    if arms is None:
+        return jnp.ones_like(like)
+    return jnp.broadcast_to(arms, like.shape).astype(like.dtype)

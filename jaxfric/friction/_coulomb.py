@@ -12,7 +12,7 @@ from .._check import (
     as_optional_float,
     check_fields_broadcast,
 )
-from .._math import block_dot, block_norm
+from .._math import block_dot, block_norm, row_arms
 from .._types import Float, SlipVector
 from ._base import AbstractSetValuedLaw
 
@@ -327,10 +327,7 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
 
     def row_arms(self, like) -> SlipVector:
         """The `arms` per row (ones without), shaped like `like`."""
-        like = jnp.asarray(like)
-        if self.arms is None:
-            return jnp.ones_like(like)
-        return jnp.broadcast_to(self.arms, like.shape).astype(like.dtype)
+        return row_arms(self.arms, like)
 
     def force_norm(self, friction) -> SlipVector:
         """The norm of each element's contact force ``|f/a|`` (N), on every

@@ -15,11 +15,12 @@ from .._check import (
     AtLeast,
     InRange,
     as_float,
+    as_optional_float,
     check_fields_broadcast,
     check_ge,
     check_range,
 )
-from .._math import block_norm
+from .._math import block_norm, row_arms
 from .._types import Float, SlipVector
 from ._base import AbstractDynamicLaw
 
@@ -225,29 +226,44 @@ __all__ = ["Dahl", "LuGre"]
 
 class ContactLuGre(_AbstractBristleLaw):
     """LuGre friction with a normal force on vector elements: MotionSolve's
-    N-dimensional LuGre (Force_JointFriction text, Comment 7; the friction
-    ellipse of Comment 8 is a circle here), for friction in a contact plane.
+    N-dimensional LuGre (Force_JointFriction text, Comment 7) with the friction
+    ellipse of Comment 8 in the form MotionSolve cites, Velenis, Tsiotras &
+    Canudas-de-Wit (2005)'s 2-D LuGre, for friction in a contact plane.
 
-    Each element is `dims` consecutive slip rows ``v`` with one bristle state
-    per row ``z``; with ``v_m = |v|`` (the element's slip speed),
+    Each element is `dims` consecutive slip rows ``v`` (the contact's
+    tangential velocity, m/s) with one bristle state per row ``z``. With
+    `arms` ``a`` (one per row; ``a_i = μ_i/μ``, the ellipse's coefficients
+    along the rows over `mu_d`'s and `mu_s`'s), Velenis et al.'s matrices are
+    ``M_k = μd·diag(a)``, ``M_s = μs·diag(a)`` and their state equation
+    ``ż_i = v_i − λ·σ0·z_i/μ_ki²`` with ``λ = |M_k² v|/g_V`` and ``g_V =
+    |M_k² v|/|M_k v| + (|M_s² v|/|M_s v| − |M_k² v|/|M_k v|)·exp(−(|v|/vs)²)
+    = (|a² v|/|a v|)·g(|v|)`` reduces to
 
-        ``ż_i = v_i − σ0·v_m·z_i / g(v_m)``,
-        ``g(v_m) = μd + (μs − μd)·exp(−(v_m/vs)²)``,
+        ``ż_i = v_i − σ0·|a v|·z_i / (a_i²·g(|v|))``,
+        ``g(|v|) = μd + (μs − μd)·exp(−(|v|/vs)²)``,
         ``F_i = N·(σ0·z_i + σ1·ż_i) + σ2·v_i``,
 
     ``N`` the contact's normal force at each evaluation
-    (`jaxfric.systems.AbstractSystem.normal_forces`). At a constant slip the
-    force settles at ``N·g(v_m)·v/v_m + σ2·v``: isotropic Coulomb (Stribeck)
-    friction, reached through the bristles' presliding spring ``N·σ0``.
+    (`jaxfric.systems.AbstractSystem.normal_forces`). Without `arms` (``a =
+    1``) this is Comment 7 as written (``|a v| = |v|``). At a constant slip
+    the bristles settle at ``z_i = a_i² g v_i/(σ0 |a v|)`` and the force at
+    ``F = N·g·a² v/|a v| + σ2·v``: on the ellipse ``|F/a| = N·g`` and along
+    the slip of maximum dissipation, the slip force of the exact
+    `jaxfric.friction.IsotropicCoulomb` with the same `arms` (``μ = g``),
+    reached through the bristles' presliding spring ``N·σ0``. The static and
+    kinetic ellipses have the same shape here (Velenis et al. allow two).
 
     Args:
-        mu_s: static friction coefficient μs, ``>= mu_d``.
-        mu_d: dynamic friction coefficient μd, ``> 0``.
+        mu_s: static friction coefficient μs, ``>= mu_d`` (one per row, equal
+            on an element's rows).
+        mu_d: dynamic friction coefficient μd, ``> 0`` (as `mu_s`).
         sigma0: bristle stiffness per unit normal force, 1/m, ``> 0``.
         sigma1: bristle damping per unit normal force, s/m, ``>= 0``.
         sigma2: viscous coefficient, N·s/m, ``>= 0``.
         vs: stiction transition velocity, m/s, ``> 0``.
         dims: rows per element (static), 2 or 3.
+        arms: per row, ``> 0``: the ellipse's coefficient ratios ``μ_i/μ``
+            (as `IsotropicCoulomb`'s on a contact); default 1 (a circle).
         normal: the normal force per row, N (set by `at_state`; `None` to
             take it from the system).
     """
@@ -259,10 +275,15 @@ class ContactLuGre(_AbstractBristleLaw):
     sigma2: Float[Array, "..."] = eqx.field(converter=as_float)
     vs: Float[Array, "..."] = eqx.field(converter=as_float)
     dims: int = eqx.field(static=True, default=2)
-    normal: Float[Array, "..."] | None = None
+    arms: Float[Array, "..."] | None = eqx.field(
+        converter=as_optional_float, default=None
+    )
+    normal: Float[Array, "..."] | None = eqx.field(
+        converter=as_optional_float, default=None
+    )
 
     def __check_init__(self):
-        names = ("mu_s", "mu_d", "sigma0", "sigma1", "sigma2", "vs", "normal")
+        names = ("mu_s", "mu_d", "sigma0", "sigma1", "sigma2", "vs", "arms", "normal")
         check_fields_broadcast(self, names)
         if isinstance(self.dims, bool) or self.dims not in (2, 3):
             raise ValueError(
@@ -270,7 +291,11 @@ class ContactLuGre(_AbstractBristleLaw):
             )
 
     def parameter_checks(self):
-        return (
+        arms = (
+            () if self.arms is None else (InRange("arms", self.arms, lower=0.0,
+                                                  lower_open=True),)
+        )  # fmt: skip
+        return arms + (
             InRange("mu_d", self.mu_d, lower=0.0, lower_open=True),
             InRange("mu_s", self.mu_s, lower=0.0, lower_open=True),
             AtLeast("mu_s", self.mu_s, "mu_d", self.mu_d),
@@ -297,14 +322,20 @@ class ContactLuGre(_AbstractBristleLaw):
         )
 
     def slip_speed(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
-        """The element's slip speed ``v_m`` on each of its rows, m/s: so
-        ``ż_i = v_i − σ0·v_m·z_i / g(v_m)`` (Comment 7)."""
-        return block_norm(slip_velocity, self.dims)[0]
+        """``|a v|`` on each row of the element (``|v|`` without `arms`),
+        m/s: so ``ż_i = v_i − σ0·|a v|·z_i / (a_i² g)`` (Comment 7; Velenis
+        et al. 2005 for the ellipse)."""
+        v = jnp.asarray(slip_velocity)
+        return block_norm(row_arms(self.arms, v) * v, self.dims)[0]
 
     def stribeck_curve(self, slip_velocity: Float[ArrayLike, " m"]) -> SlipVector:
-        """``g(v_m) = μd + (μs − μd)·exp(−(v_m/vs)²)`` per row (dimensionless)."""
-        speed = self.slip_speed(slip_velocity)
-        return self.mu_d + (self.mu_s - self.mu_d) * jnp.exp(-((speed / self.vs) ** 2))
+        """``a_i²·g(|v|)``, ``g = μd + (μs − μd)·exp(−(|v|/vs)²)`` per row
+        (dimensionless; ``g`` without `arms`): the settled force per unit
+        normal force is ``g·a_i²·v_i/|a v|``."""
+        v = jnp.asarray(slip_velocity)
+        speed = block_norm(v, self.dims)[0]
+        g = self.mu_d + (self.mu_s - self.mu_d) * jnp.exp(-((speed / self.vs) ** 2))
+        return row_arms(self.arms, v) ** 2 * g
 
     def force(
         self, state: Float[ArrayLike, " m"], slip_velocity: Float[ArrayLike, " m"]
