@@ -18,8 +18,21 @@ contact slip growing at ``g (sin θ − 3.5 μ cos θ)``.
 Reported per case and engine: the centre velocity at ``t1`` against the closed
 form, the largest contact-point slip speed while the sphere should roll (the
 creep), the contact point's travel relative to the plane over the run, and the
-time per simulation (jaxfric after compilation). Writes
-``results/incline_creep/figure.png`` and ``summary.json``.
+time per simulation (jaxfric after compilation).
+
+Then a box on the same incline (touching the plane at its four lower corners),
+released from rest: below the friction angle (``tan θ < μ``) it must stay put;
+above it, it slides at ``g (sin θ − μ cos θ)``.
+
+- jaxfric: `FreeBodies` with a `PlaneContact` at the corners (spheres of radius
+  0) and Kikuuwe's friction with the corners' normal forces on the RK4 path
+  (Kikuuwe & Yamamoto Eq. 23–24). The exact law does not take several contacts
+  on one body yet (`docs/contact_friction.md`).
+- MuJoCo: a free box geom on the plane, ``condim 3``, the variants above.
+
+Reported: the box's travel down the slope over the second half of the run and
+its largest speed there (the creep), and the sliding acceleration against the
+closed form. Writes ``results/incline_creep/figure.png`` and ``summary.json``.
 
 Run: ``python experiments/incline_creep.py [SETTINGS.toml]``.
 """
@@ -154,6 +167,117 @@ def run_mujoco(case, settings, variant):
     return np.array(ts), np.array(centre), np.array(slip), wall, "successful"
 
 
+def box_system(case, box):
+    """The box on the incline of `case` (``x`` down the slope): `FreeBodies`
+    with contacts at its four lower corners, and its resting start ``q0``."""
+    mass, size = float(box["mass"]), np.asarray(box["size"], float)
+    g, angle = float(box["gravity"]), np.radians(case["angle_deg"])
+    gravity = tilted_gravity(g, angle)
+    stiffness = float(box["contact_stiffness"])
+    corners = [[x, y, -size[2] / 2] for x in (-1, 1) for y in (-1, 1)]
+    corners = np.asarray(corners, float) * [size[0] / 2, size[1] / 2, 1.0]
+    system = jf.systems.FreeBodies(
+        mass,
+        mass / 12 * (np.sum(size**2) - size**2),
+        gravity=tuple(gravity),
+        contact=jf.systems.PlaneContact(
+            0.0, stiffness, float(box["contact_damping"]), centres=corners
+        ),
+    )
+    # Each corner at its static penetration under a quarter of the weight.
+    height = size[2] / 2 + mass * gravity[2] / (4 * stiffness)
+    return system, jnp.array([0.0, 0.0, height, 1.0, 0.0, 0.0, 0.0])
+
+
+def run_jaxfric_box(case, settings):
+    """Kikuuwe's law at the box's corners; ``(ts, x, v, wall s, result)``."""
+    box = settings["box"]
+    system, q0 = box_system(case, box)
+    law = jf.friction.Kikuuwe(
+        k=float(box["kikuuwe_stiffness"]),
+        b=float(box["kikuuwe_damping"]),
+        mu=case["mu"],
+        dims=2,
+    )
+    dt = float(box["kikuuwe_step"])
+
+    @jax.jit
+    def simulate(q0):
+        return jf.simulate(
+            system, law, q0, jnp.zeros(6), t1=case["t1"], num_save=case["num_save"],
+            dt0=dt, max_steps=int(round(case["t1"] / dt)) + 10, throw=False,
+        )  # fmt: skip
+
+    sol = simulate(q0)
+    sol.q.block_until_ready()
+    start = time.perf_counter()
+    sol = simulate(q0)
+    sol.q.block_until_ready()
+    wall = time.perf_counter() - start
+    result = "successful" if sol.result == jf.RESULTS.successful else str(sol.result)
+    return (np.asarray(sol.ts), np.asarray(sol.q)[:, 0], np.asarray(sol.qd)[:, 0],
+            wall, result)  # fmt: skip
+
+
+def run_mujoco_box(case, settings, variant):
+    """MuJoCo's free box; ``(ts, x, v, wall s, result)``."""
+    import mujoco
+
+    box = settings["box"]
+    mass, half = float(box["mass"]), np.asarray(box["size"], float) / 2
+    gravity = tilted_gravity(float(box["gravity"]), np.radians(case["angle_deg"]))
+    dt = float(settings["mujoco"]["timestep"])
+    attributes = " ".join(f'{k}="{v}"' for k, v in variant["option"].items())
+    mu = case["mu"]
+    xml = f"""
+    <mujoco>
+      <option timestep="{dt}" gravity="{gravity[0]} {gravity[1]} {gravity[2]}"
+              {attributes}/>
+      <worldbody>
+        <geom type="plane" size="50 50 0.1" friction="{mu} 0 0"/>
+        <body pos="0 0 {half[2]}">
+          <freejoint/>
+          <geom type="box" size="{half[0]} {half[1]} {half[2]}" mass="{mass}"
+                friction="{mu} 0 0" condim="3"/>
+        </body>
+      </worldbody>
+    </mujoco>"""
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    steps = int(round(case["t1"] / dt))
+    every = steps // (case["num_save"] - 1)
+    ts, xs, vs = [0.0], [0.0], [0.0]
+    start = time.perf_counter()
+    for k in range(1, steps + 1):
+        mujoco.mj_step(model, data)
+        if k % every == 0:
+            ts.append(data.time)
+            xs.append(float(data.qpos[0]))
+            vs.append(float(data.qvel[0]))
+    wall = time.perf_counter() - start
+    return np.array(ts), np.array(xs), np.array(vs), wall, "successful"
+
+
+def summarise_box(case, engine, run, settings):
+    ts, x, v, wall, result = run
+    g, angle = float(settings["box"]["gravity"]), np.radians(case["angle_deg"])
+    late = ts >= ts[-1] / 2
+    closed = g * (np.sin(angle) - case["mu"] * np.cos(angle))
+    holds = closed <= 0
+    acceleration = float(np.polyfit(ts[late], v[late], 1)[0])
+    return {
+        "case": case["name"],
+        "engine": engine,
+        "result": result,
+        "x_t1": float(x[-1]),
+        "travel_late": float(np.ptp(x[late])) if holds else None,
+        "max_speed_late": float(np.max(np.abs(v[late]))) if holds else None,
+        "acceleration": None if holds else acceleration,
+        "acceleration_error": None if holds else acceleration - closed,
+        "wall_ms": 1e3 * wall,
+    }
+
+
 def summarise(case, engine, run, settings):
     ts, centre, slip, wall, result = run
     ref_centre, ref_slip = closed_form(case, settings["sphere"], ts)
@@ -173,12 +297,28 @@ def summarise(case, engine, run, settings):
     }
 
 
-def make_figure(curves, settings):
+def make_figure(curves, box_curves, settings):
     from matplotlib.figure import Figure
 
     cases = settings["cases"]
-    fig = Figure(figsize=(12.0, 4.5 * len(cases)), layout="constrained")
-    axes = fig.subplots(len(cases), 2, squeeze=False)
+    fig = Figure(figsize=(12.0, 4.5 * (len(cases) + 1)), layout="constrained")
+    axes = fig.subplots(len(cases) + 1, 2, squeeze=False)
+    for j, case in enumerate(settings["box_cases"][:2]):
+        g, angle = float(settings["box"]["gravity"]), np.radians(case["angle_deg"])
+        closed = g * (np.sin(angle) - case["mu"] * np.cos(angle))
+        for engine, (ts, x, v, *_) in box_curves[case["name"]].items():
+            if closed <= 0:
+                axes[-1, j].semilogy(ts[1:], np.maximum(np.abs(x[1:]), 1e-20),
+                                     label=engine)  # fmt: skip
+            else:
+                axes[-1, j].plot(ts, v - closed * ts, label=engine, lw=1.0)
+        axes[-1, j].set(
+            title=f"{case['name']}: "
+            + ("|x| down the slope" if closed <= 0 else "v − g(sin θ − μ cos θ) t"),
+            xlabel="t [s]",
+            ylabel="m (floored at 1e-20)" if closed <= 0 else "m/s",
+        )
+        axes[-1, j].legend(fontsize=7)
     for i, case in enumerate(cases):
         for engine, (ts, centre, slip, *_) in curves[case["name"]].items():
             ref, _ = closed_form(case, settings["sphere"], ts)
@@ -216,8 +356,60 @@ def main():
         ("result", "result", ""),
     ]
     table = print_table(rows, columns)
+    box_rows, box_curves = [], {}
+    for case in settings["box_cases"]:
+        box_curves[case["name"]] = {}
+        runs = [("jaxfric Kikuuwe (RK4)", run_jaxfric_box(case, settings))]
+        for variant in settings["mujoco"]["variants"]:
+            runs.append((variant["name"], run_mujoco_box(case, settings, variant)))
+        for engine, run in runs:
+            box_curves[case["name"]][engine] = run
+            box_rows.append(summarise_box(case, engine, run, settings))
+    box_table = print_table(
+        box_rows,
+        [
+            ("case", "case", ""),
+            ("engine", "engine", ""),
+            ("x_t1", "x(t1) [m]", ".3e"),
+            ("travel_late", "travel, 2nd half [m]", ".1e"),
+            ("max_speed_late", "max |v|, 2nd half [m/s]", ".1e"),
+            ("acceleration", "acceleration [m/s²]", ".9f"),
+            ("acceleration_error", "− closed form", ".1e"),
+            ("wall_ms", "wall [ms]", ".1f"),
+            ("result", "result", ""),
+        ],
+    )
     c = settings["claims"]
     claims = []
+    for r in box_rows:
+        label = f"{r['case']} | {r['engine']}"
+        if not r["engine"].startswith("jaxfric"):
+            if r["travel_late"] is not None:
+                text = (
+                    f"{label}: travels {r['travel_late']:.1e} m in the second half, "
+                    f"max {r['max_speed_late']:.1e} m/s (reported)"
+                )
+                claims.append(claim(True, text))
+            continue
+        claims.append(claim(r["result"] == "successful", f"{label}: {r['result']}"))
+        if r["travel_late"] is not None:
+            claims.append(
+                claim(
+                    r["travel_late"] <= c["box_travel"],
+                    f"{label}: travel in the second half {r['travel_late']:.1e} m, "
+                    f"max speed {r['max_speed_late']:.1e} m/s; target travel <= "
+                    f"{c['box_travel']:g}",
+                )
+            )
+        else:
+            claims.append(
+                claim(
+                    abs(r["acceleration_error"]) <= c["box_acceleration_atol"],
+                    f"{label}: acceleration − g(sin − μ cos) = "
+                    f"{r['acceleration_error']:.1e} m/s²; target |.| <= "
+                    f"{c['box_acceleration_atol']:g}",
+                )
+            )
     for r in rows:
         label = f"{r['case']} | {r['engine']}"
         if not r["engine"].startswith("jaxfric"):
@@ -246,19 +438,25 @@ def main():
             )
     print_claims(claims)
     out_dir = results_dir(NAME)
-    make_figure(curves, settings).savefig(out_dir / "figure.png", dpi=130)
+    make_figure(curves, box_curves, settings).savefig(out_dir / "figure.png", dpi=130)
     write_json(
         {
             "experiment": NAME,
             "settings": settings,
             "rows": rows,
             "table_markdown": table,
+            "box_rows": box_rows,
+            "box_table_markdown": box_table,
             "claims": claims,
             "notes": {
                 "contact_travel": "integral of the contact point's slip speed over "
                 "the run (0 for rolling without slip)",
                 "wall_ms": "one simulation; jaxfric after compilation (jit), MuJoCo "
                 "mj_step in a Python loop with velocity readout every save",
+                "travel_late": "the box's travel down the slope over [t1/2, t1] "
+                "(after the start's transients)",
+                "acceleration": "slope of a line fitted to the box's velocity "
+                "over [t1/2, t1]",
             },
         },
         out_dir / "summary.json",

@@ -13,7 +13,14 @@ import jax.scipy.linalg
 import numpy as np
 from jaxtyping import Array, ArrayLike
 
-from .._check import InRange, as_float, check_finite, is_concrete, raise_if_invalid
+from .._check import (
+    InRange,
+    as_float,
+    as_optional_float,
+    check_finite,
+    is_concrete,
+    raise_if_invalid,
+)
 from .._types import Coordinates, Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem
 from .rigid._spatial import skew
@@ -52,35 +59,64 @@ def quaternion_rate(
 
 
 class PlaneContact(eqx.Module):
-    """Penalty contact of each body of `FreeBodies`, a sphere, with the plane
-    ``z = 0`` (normal ``+z``), Kikuuwe & Yamamoto 2008, Eq. 22 with the
-    contact point ``p − R e_z`` (the sphere's lowest point):
+    """Penalty contact of the bodies of `FreeBodies` with the plane ``z = 0``
+    (normal ``+z``), Kikuuwe & Yamamoto 2008, Eq. 22, at each of a body's
+    contact spheres: radius ``R`` centred at ``c_k``, a point fixed in the
+    body (default one at the centre of mass: the body is a sphere; a box's
+    eight corners with ``R = 0``: vertices, as MuJoCo's box–plane contacts).
+    Sphere ``k`` touches at its lowest point ``a_k = R_b c_k − R e_z`` from
+    the centre of mass (``R_b`` the body's attitude), at height ``h_k = p_z
+    + a_k,z``; there
 
-        N = max(0, −K z_c − B ż_c)  while z_c = p_z − R < 0,  else 0,
+        N_k = max(0, −K h_k − B ḣ_k)  while h_k < 0,  else 0,
 
-    the plane pushing only (Eq. 22 clipped at zero: it does not pull the
-    sphere back as it leaves). Two friction rows per body: the contact
-    point's slip velocity ``v + ω × (−R e_z)`` along ``x`` and ``y``, m/s.
+    with ``ḣ_k`` the normal velocity of the body's point at ``a_k``, the plane
+    pushing only (Eq. 22 clipped at zero: it does not pull the body back as it
+    leaves). ``N_k`` acts at ``a_k`` (force ``N_k e_z``, moment ``a_k × N_k
+    e_z``). Two friction rows per contact: its slip velocity ``v + ω × a_k``
+    along ``x`` and ``y``, m/s. Kikuuwe's law and `ContactLuGre` take several
+    contacts per body; the exact `IsotropicCoulomb` one (with several, its
+    stick solve fails at the first stop: ``RESULTS.stick_solve_failed``,
+    `docs/contact_friction.md`).
 
     Args:
-        radius: sphere radius ``R`` per body (or one for all), m, ``> 0``.
-        stiffness: ``K``, N/m, ``> 0``.
-        damping: ``B``, N·s/m, ``>= 0``.
+        radius: sphere radius ``R`` per body (or one for all), m, ``>= 0``.
+        stiffness: ``K`` per contact, N/m, ``> 0``.
+        damping: ``B`` per contact, N·s/m, ``>= 0``.
+        centres: the spheres' centres in the body frame, m: shape ``(k, 3)``
+            for every body or ``(n_bodies, k, 3)``; default ``None``, one at
+            the centre of mass.
     """
 
     radius: Float[Array, "..."] = eqx.field(converter=as_float)
     stiffness: Float[Array, ""] = eqx.field(converter=as_float)
     damping: Float[Array, ""] = eqx.field(converter=as_float)
+    centres: Float[Array, "..."] | None = eqx.field(
+        converter=as_optional_float, default=None
+    )
 
     def __check_init__(self):
+        if self.centres is not None and (
+            self.centres.ndim not in (2, 3) or self.centres.shape[-1] != 3
+        ):
+            raise ValueError(
+                "`centres` must have shape (k, 3) or (n_bodies, k, 3); got "
+                f"{self.centres.shape}."
+            )
         raise_if_invalid(self.parameter_checks())
 
     def parameter_checks(self):
-        return (
-            InRange("contact radius", self.radius, lower=0.0, lower_open=True),
+        centres = () if self.centres is None else (InRange("centres", self.centres),)
+        return centres + (
+            InRange("contact radius", self.radius, lower=0.0),
             InRange("contact stiffness", self.stiffness, lower=0.0, lower_open=True),
             InRange("contact damping", self.damping, lower=0.0),
         )
+
+    @property
+    def points_per_body(self) -> int:
+        """``k``, the contact spheres of each body (static)."""
+        return 1 if self.centres is None else self.centres.shape[-2]
 
 
 class PenaltyJoint(eqx.Module):
@@ -208,16 +244,18 @@ class FreeBodies(AbstractSystem):
     drift of the norm (RK4: below 1e-12 over the tests' runs) does not change
     the dynamics.
 
-    With a `PlaneContact`, each body is a sphere on the plane ``z = 0``: the
-    penalty normal force (Eq. 22) is part of the bias ``h``,
-    `normal_forces` gives it for friction with a coefficient
+    With a `PlaneContact`, each body touches the plane ``z = 0`` at its
+    contact spheres (one sphere by default; a box's corners): the penalty
+    normal forces (Eq. 22) and their moments are part of the bias ``h``,
+    `normal_forces` gives them for friction with a coefficient
     (`jaxfric.friction.Kikuuwe` with `mu` and ``dims = 2``: Eq. 23), and the
     friction rows are the contact points' tangential slip velocities.
 
     With `PenaltyJoint` s, bodies are joined to each other or to the world by
     stiff spring-dampers (Kikuuwe & Yamamoto Sec. IV-C): one friction row per
     joint, the relative angular velocity about its axis. Friction rows: two
-    per body of the contact first, then one per joint. A drive torque ``τ``
+    per contact first (body by body, its contacts in order), then one per
+    joint. A drive torque ``τ``
     about the joints' axes is the generalised force ``J_jointᵀ τ`` (the joint
     rows of `friction_jacobian`).
 
@@ -270,6 +308,16 @@ class FreeBodies(AbstractSystem):
                 "`PlaneContact.radius` must be a scalar or have one entry per body "
                 f"{mass.shape}; got shape {jnp.shape(contact.radius)}."
             )
+        if (
+            contact is not None
+            and contact.centres is not None
+            and contact.centres.ndim == 3
+            and contact.centres.shape[0] != mass.shape[0]
+        ):
+            raise ValueError(
+                "`PlaneContact.centres` of shape (n_bodies, k, 3) needs one row "
+                f"per body ({mass.shape[0]}); got {contact.centres.shape}."
+            )
         joints = tuple(joints)
         for j, joint in enumerate(joints):
             if not isinstance(joint, PenaltyJoint):
@@ -310,7 +358,9 @@ class FreeBodies(AbstractSystem):
 
     @property
     def _n_contact_rows(self) -> int:
-        return 0 if self.contact is None else 2 * self.n_bodies
+        if self.contact is None:
+            return 0
+        return 2 * self.n_bodies * self.contact.points_per_body
 
     def parameter_checks(self):
         checks = (
@@ -344,64 +394,106 @@ class FreeBodies(AbstractSystem):
         blocks = [jnp.block([[linear[b], zero], [zero, world[b]]]) for b in range(nb)]
         return jax.scipy.linalg.block_diag(*blocks)
 
-    def _radius(self):
-        return jnp.broadcast_to(self.contact.radius, self.mass.shape)
+    def _contact_arms(self, q):
+        """``a_k = R_b c_k − R e_z`` per body and contact, world frame, m,
+        shape ``(n_bodies, k, 3)``, and the body-fixed part ``R_b c_k``."""
+        _, quats = self._split(q)
+        nb, k = self.n_bodies, self.contact.points_per_body
+        radius = jnp.broadcast_to(self.contact.radius, (nb,)).astype(q.dtype)
+        if self.contact.centres is None:
+            fixed = jnp.zeros((nb, k, 3), q.dtype)
+        else:
+            centres = jnp.broadcast_to(self.contact.centres, (nb, k, 3))
+            rot = jax.vmap(quaternion_to_matrix)(quats)
+            fixed = jnp.einsum("bij,bkj->bki", rot, centres.astype(q.dtype))
+        return fixed.at[..., 2].add(-radius[:, None]), fixed
 
     def _normal(self, q, qd):
-        """Penalty normal force per body, N (Eq. 22, clipped at zero)."""
-        pos, _, vel, _ = self._split(q, qd)
-        height = pos[:, 2] - self._radius()
-        push = -self.contact.stiffness * height - self.contact.damping * vel[:, 2]
-        return jnp.where(height < 0, jnp.maximum(push, 0.0), 0.0)
+        """Penalty normal force per body and contact, N, shape ``(n_bodies,
+        k)`` (Eq. 22, clipped at zero), and the contacts' arms ``a_k``."""
+        pos, _, vel, omega = self._split(q, qd)
+        arms, _ = self._contact_arms(q)
+        height = pos[:, None, 2] + arms[..., 2]
+        rate = vel[:, None, 2] + jnp.cross(omega[:, None], arms)[..., 2]
+        push = -self.contact.stiffness * height - self.contact.damping * rate
+        return jnp.where(height < 0, jnp.maximum(push, 0.0), 0.0), arms
 
     def bias_force(self, q: Coordinates, qd: Vector) -> Vector:
         self.check_vectors(q=q, qd=qd)
         _, quats, _, omega = self._split(q, qd)
         world = self._world_inertia(quats)
         linear = -self.mass[:, None] * self.gravity[None]
-        if self.contact is not None:
-            linear = linear.at[:, 2].add(-self._normal(q, qd))
         gyro = jnp.cross(omega, jnp.einsum("bij,bj->bi", world, omega))
+        if self.contact is not None:
+            normal, arms = self._normal(q, qd)
+            linear = linear.at[:, 2].add(-jnp.sum(normal, axis=1))
+            # The moment a_k × N_k e_z = N_k (a_k,y, −a_k,x, 0).
+            moment = normal[..., None] * jnp.stack(
+                [arms[..., 1], -arms[..., 0], jnp.zeros_like(normal)], axis=-1
+            )
+            gyro = gyro - jnp.sum(moment, axis=1)
         h = jnp.concatenate([linear, gyro], axis=1).reshape(-1)
         for joint in self.joints:
             h = h - joint.generalised_force(self, q, qd)
         return h
 
     def step_limit(self) -> Array | None:
-        """``1/ω`` of the stiffest contact spring, ``ω = √(K/m)``, s (`None`
-        without a contact; penalty joints are not included: their bending
-        modes depend on the inertias and the geometry)."""
+        """``1/ω`` for a bound on the stiffest contact mode, s: ``ω² = Σ_k
+        K (1/m + |c_k|²/I_min)`` per body (the contact springs in parallel,
+        each at its centre's distance from the centre of mass; ``√(K/m)`` for
+        a sphere). `None` without a contact; penalty joints are not included
+        (their bending modes depend on the inertias and the geometry)."""
         if self.contact is None:
             return None
-        return jnp.sqrt(jnp.min(self.mass) / self.contact.stiffness)
+        nb, k = self.n_bodies, self.contact.points_per_body
+        reach = (
+            jnp.zeros((nb, k))
+            if self.contact.centres is None
+            else jnp.sum(jnp.broadcast_to(self.contact.centres, (nb, k, 3)) ** 2, -1)
+        )
+        smallest = jnp.linalg.eigvalsh(self.inertia)[:, 0]
+        omega2 = self.contact.stiffness * jnp.sum(
+            1 / self.mass[:, None] + reach / smallest[:, None], axis=1
+        )
+        return 1 / jnp.sqrt(jnp.max(omega2))
 
     def normal_forces(self, q: Coordinates, qd: Vector) -> SlipVector:
-        """The contact normal force of each body, repeated for its two
-        friction rows, N (Kikuuwe & Yamamoto 2008, Eq. 22)."""
+        """The normal force of each contact, repeated for its two friction
+        rows, N (Kikuuwe & Yamamoto 2008, Eq. 22)."""
         self.check_vectors(q=q, qd=qd)
         if self.contact is None:
             return super().normal_forces(q, qd)
         # Joint rows carry no normal force.
         joints = jnp.zeros((len(self.joints),), q.dtype)
-        return jnp.concatenate([jnp.repeat(self._normal(q, qd), 2), joints])
+        normal = self._normal(q, qd)[0].reshape(-1)
+        return jnp.concatenate([jnp.repeat(normal, 2), joints])
 
     def friction_jacobian(self, q: Coordinates) -> Jacobian:
         self.check_vectors(q=q)
         rows = [jnp.zeros((0, self.n_dof), q.dtype)]
         if self.contact is not None:
-            # Contact point velocity v + ω × a, a = (0, 0, −R): rows x and y of
-            # [I, −[a]×] per body, before the joint rows.
-            for b, radius in enumerate(self._radius()):
-                arm = jnp.array([0.0, 0.0, -1.0], q.dtype) * radius
-                block = jnp.concatenate([jnp.eye(3, dtype=q.dtype), -skew(arm)], axis=1)
-                row = jnp.zeros((2, self.n_dof), q.dtype)
-                rows.append(row.at[:, _NV * b : _NV * (b + 1)].set(block[:2]))
+            # Contact point velocity v + ω × a_k: rows x and y of [I, −[a_k]×]
+            # per contact, in its body's columns, before the joint rows.
+            arms, _ = self._contact_arms(q)
+            nb, k = arms.shape[:2]
+            eye = jnp.broadcast_to(jnp.eye(3, dtype=q.dtype), (nb, k, 3, 3))
+            block = jnp.concatenate([eye, -jax.vmap(jax.vmap(skew))(arms)], axis=-1)
+            columns = jnp.eye(nb, dtype=q.dtype)
+            placed = jnp.einsum("bkrc,bd->bkrdc", block[:, :, :2], columns)
+            rows.append(placed.reshape(2 * nb * k, self.n_dof))
         rows += [joint.jacobian_row(self, q)[None] for joint in self.joints]
         return jnp.concatenate(rows, axis=0)
 
     def friction_jacobian_dot_qd(self, q: Coordinates, qd: Vector) -> SlipVector:
         self.check_vectors(q=q, qd=qd)
         contact = jnp.zeros((self._n_contact_rows,), q.dtype)
+        if self.contact is not None and self.contact.centres is not None:
+            # d/dt (ω × a_k) at fixed (v, ω): ω × (ω × R_b c_k), the body-fixed
+            # part of the arm turning with the body.
+            _, _, _, omega = self._split(q, qd)
+            _, fixed = self._contact_arms(q)
+            turn = jnp.cross(omega[:, None], jnp.cross(omega[:, None], fixed))
+            contact = turn[..., :2].reshape(-1)
         joints = [joint.jacobian_dot_qd(self, q, qd)[None] for joint in self.joints]
         return jnp.concatenate([contact, *joints])
 
