@@ -21,15 +21,16 @@ Checks:
   ``tests/test_joint_friction.py``);
 - the LuGre form: the same energy balance (``[lugre] energy_rtol``, on
   ``[lugre] num_save`` saves: its bristles' launch transient, ``g/(σ0|v|) =
-  75 µs``, needs them; on 2001 saves the balance was off by 1.4e-3); reported:
+  75 µs``, needs them; on 2001 saves the balance was off by 1.0e-2); reported:
   where it comes to rest against the exact law and its creep over the last
   ``rest_window``.
 
 And a table: time per simulation of each law (after compilation). The file's
-``damping_effects`` is 2 s/m. At MotionSolve's usual 20 s/m the coupling's
-gain is about ``σ1|v|·m e r_p/I``, near 0.7 at launch: the fixed-point
-iteration the load coupling first used did not close in 50 iterations there
-(``RESULTS.load_coupling_failed``); its Newton solve does.
+``damping_effects`` is MotionSolve's usual 20 s/m (0.02 s/mm). There the
+coupling's gain is about ``σ1|v|·m e r_p/I``, near 0.7 at launch: the
+fixed-point iteration the load coupling first used did not close in 50
+iterations (``RESULTS.load_coupling_failed``), and the file carried 2 s/m;
+its Newton solve runs it.
 
 Run: ``python experiments/motionsolve_slider.py [SETTINGS.toml]``.
 """

@@ -819,6 +819,11 @@ def test_shipped_slider_file():
     expected = {"pin_radius": 0.02, "initial_overlap": 0.3, "force_preload": 1.5}
     for name, value in expected.items():
         np.testing.assert_allclose(getattr(load, name), value, atol=_TOLERANCE)
+    # MotionSolve's usual bristle damping, 0.02 s/mm = 20 s/m (Newton's load
+    # coupling runs it; experiments/motionsolve_slider.py).
+    np.testing.assert_allclose(
+        model.lugre_friction.damping_effects, 20.0, rtol=_TOLERANCE
+    )
     # Spin: I_xx + m e² = 2.4e-3 + 2·0.005² kg·m²; slide: 2 kg; the weight's
     # torque about the shaft m g e = 2·9.81·0.005 N·m.
     q = jnp.zeros(2)
