@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from _common import (
+    best_time,
     claim,
     enable_float64,
     load_settings,
@@ -98,41 +99,44 @@ def run_jaxfric(case, settings):
             throw=False,
         )  # fmt: skip
 
-    sol = simulate(q0)
-    sol.q.block_until_ready()
-    start = time.perf_counter()
-    sol = simulate(q0)
-    sol.q.block_until_ready()
-    wall = time.perf_counter() - start
+    wall, sol = best_time(simulate, (q0,), 1)
     result = "successful" if sol.result == jf.RESULTS.successful else str(sol.result)
     slip = np.linalg.norm(np.asarray(sol.slip_velocity), axis=1)
     return np.asarray(sol.ts), np.asarray(sol.qd)[:, 0], slip, wall, result
 
 
-def mujoco_sphere(mass, radius, mu, gravity, dt, option):
-    """MuJoCo's free solid sphere (``condim 3``, sliding friction `mu`) on the
-    plane ``z = 0``, its centre at ``(0, 0, radius)``; `gravity` (3,) m/s²,
-    timestep `dt` s, `option` the extra ``<option>`` attributes."""
+def mujoco_on_plane(body, height, mu, gravity, dt, option):
+    """A MuJoCo model of one free body on the plane ``z = 0`` (sliding
+    friction `mu`), its frame at ``(0, 0, height)`` m; `body` the XML of its
+    geom (``condim 3``) and inertial, `gravity` (3,) m/s², timestep `dt` s,
+    `option` the extra ``<option>`` attributes."""
     import mujoco
 
     attributes = " ".join(f'{k}="{v}"' for k, v in option.items())
-    inertia = 0.4 * mass * radius**2
     xml = f"""
     <mujoco>
       <option timestep="{dt}" gravity="{gravity[0]} {gravity[1]} {gravity[2]}"
               {attributes}/>
       <worldbody>
         <geom type="plane" size="50 50 0.1" friction="{mu} 0 0"/>
-        <body pos="0 0 {radius}">
+        <body pos="0 0 {height}">
           <freejoint/>
-          <geom type="sphere" size="{radius}" mass="{mass}"
-                friction="{mu} 0 0" condim="3"/>
-          <inertial pos="0 0 0" mass="{mass}"
-                    diaginertia="{inertia} {inertia} {inertia}"/>
+          {body}
         </body>
       </worldbody>
     </mujoco>"""
     return mujoco.MjModel.from_xml_string(xml)
+
+
+def mujoco_sphere(mass, radius, mu, gravity, dt, option):
+    """MuJoCo's free solid sphere (`mujoco_on_plane`), its centre at ``(0, 0,
+    radius)``."""
+    inertia = 0.4 * mass * radius**2
+    body = f"""<geom type="sphere" size="{radius}" mass="{mass}"
+                friction="{mu} 0 0" condim="3"/>
+          <inertial pos="0 0 0" mass="{mass}"
+                    diaginertia="{inertia} {inertia} {inertia}"/>"""
+    return mujoco_on_plane(body, radius, mu, gravity, dt, option)
 
 
 def run_mujoco(case, settings, variant):
@@ -208,12 +212,7 @@ def run_jaxfric_box(case, settings):
             dt0=dt, max_steps=int(round(case["t1"] / dt)) + 10, throw=False,
         )  # fmt: skip
 
-    sol = simulate(q0)
-    sol.q.block_until_ready()
-    start = time.perf_counter()
-    sol = simulate(q0)
-    sol.q.block_until_ready()
-    wall = time.perf_counter() - start
+    wall, sol = best_time(simulate, (q0,), 1)
     result = "successful" if sol.result == jf.RESULTS.successful else str(sol.result)
     return (np.asarray(sol.ts), np.asarray(sol.q)[:, 0], np.asarray(sol.qd)[:, 0],
             wall, result)  # fmt: skip
@@ -227,22 +226,10 @@ def run_mujoco_box(case, settings, variant):
     mass, half = float(box["mass"]), np.asarray(box["size"], float) / 2
     gravity = tilted_gravity(float(box["gravity"]), np.radians(case["angle_deg"]))
     dt = float(settings["mujoco"]["timestep"])
-    attributes = " ".join(f'{k}="{v}"' for k, v in variant["option"].items())
     mu = case["mu"]
-    xml = f"""
-    <mujoco>
-      <option timestep="{dt}" gravity="{gravity[0]} {gravity[1]} {gravity[2]}"
-              {attributes}/>
-      <worldbody>
-        <geom type="plane" size="50 50 0.1" friction="{mu} 0 0"/>
-        <body pos="0 0 {half[2]}">
-          <freejoint/>
-          <geom type="box" size="{half[0]} {half[1]} {half[2]}" mass="{mass}"
-                friction="{mu} 0 0" condim="3"/>
-        </body>
-      </worldbody>
-    </mujoco>"""
-    model = mujoco.MjModel.from_xml_string(xml)
+    body = f"""<geom type="box" size="{half[0]} {half[1]} {half[2]}" mass="{mass}"
+                friction="{mu} 0 0" condim="3"/>"""
+    model = mujoco_on_plane(body, half[2], mu, gravity, dt, variant["option"])
     data = mujoco.MjData(model)
     steps = int(round(case["t1"] / dt))
     every = steps // (case["num_save"] - 1)
