@@ -262,10 +262,10 @@ class ContactLuGre(_AbstractBristleLaw):
         sigma2: viscous coefficient, N·s/m, ``>= 0``.
         vs: stiction transition velocity, m/s, ``> 0``.
         dims: rows per element (static), 2 or 3.
-        arms: per row, ``> 0``: the ellipse's coefficient ratios ``μ_i/μ``
-            (as `IsotropicCoulomb`'s on a contact); default 1 (a circle).
         normal: the normal force per row, N (set by `at_state`; `None` to
             take it from the system).
+        arms: per row, ``> 0``: the ellipse's coefficient ratios ``μ_i/μ``
+            (as `IsotropicCoulomb`'s on a contact); default 1 (a circle).
     """
 
     mu_s: Float[Array, "..."] = eqx.field(converter=as_float)
@@ -275,15 +275,15 @@ class ContactLuGre(_AbstractBristleLaw):
     sigma2: Float[Array, "..."] = eqx.field(converter=as_float)
     vs: Float[Array, "..."] = eqx.field(converter=as_float)
     dims: int = eqx.field(static=True, default=2)
-    arms: Float[Array, "..."] | None = eqx.field(
+    normal: Float[Array, "..."] | None = eqx.field(
         converter=as_optional_float, default=None
     )
-    normal: Float[Array, "..."] | None = eqx.field(
+    arms: Float[Array, "..."] | None = eqx.field(
         converter=as_optional_float, default=None
     )
 
     def __check_init__(self):
-        names = ("mu_s", "mu_d", "sigma0", "sigma1", "sigma2", "vs", "arms", "normal")
+        names = ("mu_s", "mu_d", "sigma0", "sigma1", "sigma2", "vs", "normal", "arms")
         check_fields_broadcast(self, names)
         if isinstance(self.dims, bool) or self.dims not in (2, 3):
             raise ValueError(

@@ -81,8 +81,8 @@ class PlaneContact(eqx.Module):
 
     Args:
         radius: sphere radius ``R`` per body (or one for all), m, ``>= 0``.
-        stiffness: ``K`` per contact, N/m, ``> 0``.
-        damping: ``B`` per contact, N·s/m, ``>= 0``.
+        stiffness: ``K`` of every contact, N/m, ``> 0`` (a scalar).
+        damping: ``B`` of every contact, N·s/m, ``>= 0`` (a scalar).
         centres: the spheres' centres in the body frame, m: shape ``(k, 3)``
             for every body or ``(n_bodies, k, 3)``; default ``None``, one at
             the centre of mass.
@@ -96,6 +96,12 @@ class PlaneContact(eqx.Module):
     )
 
     def __check_init__(self):
+        for name in ("stiffness", "damping"):
+            if jnp.ndim(getattr(self, name)) != 0:
+                raise ValueError(
+                    f"`{name}` must be a scalar (the same for every contact); "
+                    f"got shape {jnp.shape(getattr(self, name))}."
+                )
         if self.centres is not None and (
             self.centres.ndim not in (2, 3) or self.centres.shape[-1] != 3
         ):
@@ -255,9 +261,8 @@ class FreeBodies(AbstractSystem):
     stiff spring-dampers (Kikuuwe & Yamamoto Sec. IV-C): one friction row per
     joint, the relative angular velocity about its axis. Friction rows: two
     per contact first (body by body, its contacts in order), then one per
-    joint. A drive torque ``τ``
-    about the joints' axes is the generalised force ``J_jointᵀ τ`` (the joint
-    rows of `friction_jacobian`).
+    joint. A drive torque ``τ`` about the joints' axes is the generalised
+    force ``J_jointᵀ τ`` (the joint rows of `friction_jacobian`).
 
     Which paths: all of them (each integrates ``q`` by `coordinate_rate`).
 
@@ -446,15 +451,17 @@ class FreeBodies(AbstractSystem):
         if self.contact is None:
             return None
         nb, k = self.n_bodies, self.contact.points_per_body
-        reach = (
-            jnp.zeros((nb, k))
-            if self.contact.centres is None
-            else jnp.sum(jnp.broadcast_to(self.contact.centres, (nb, k, 3)) ** 2, -1)
+        # A cap on the step, not physics: no derivatives through it (and
+        # none of `eigvalsh` at a sphere's equal principal moments).
+        mass, inertia, stiffness = jax.lax.stop_gradient(
+            (self.mass, self.inertia, self.contact.stiffness)
         )
-        smallest = jnp.linalg.eigvalsh(self.inertia)[:, 0]
-        omega2 = self.contact.stiffness * jnp.sum(
-            1 / self.mass[:, None] + reach / smallest[:, None], axis=1
-        )
+        omega2 = k * stiffness / mass
+        if self.contact.centres is not None:
+            centres = jax.lax.stop_gradient(self.contact.centres)
+            reach = jnp.sum(jnp.broadcast_to(centres, (nb, k, 3)) ** 2, -1)
+            smallest = jnp.linalg.eigvalsh(inertia)[:, 0]
+            omega2 = omega2 + stiffness * jnp.sum(reach, axis=1) / smallest
         return 1 / jnp.sqrt(jnp.max(omega2))
 
     def normal_forces(self, q: Coordinates, qd: Vector) -> SlipVector:
