@@ -245,11 +245,32 @@ def run_mujoco_box(case, settings, variant):
     return np.array(ts), np.array(xs), np.array(vs), wall, "successful"
 
 
+def box_acceleration(case, box):
+    """The box's closed-form acceleration down the slope, ``g (sin θ − μ cos
+    θ)`` while it slides, m/s² (``<= 0``: it holds)."""
+    g, angle = float(box["gravity"]), np.radians(case["angle_deg"])
+    return g * (np.sin(angle) - case["mu"] * np.cos(angle))
+
+
+def run_cases(cases, jaxfric, run_jaxfric_case, run_mujoco_case, summary, settings):
+    """Each case with jaxfric (engine name `jaxfric`) and every MuJoCo
+    variant: ``(summary rows, {case name: {engine: run}})``."""
+    rows, curves = [], {}
+    for case in cases:
+        curves[case["name"]] = {}
+        runs = [(jaxfric, run_jaxfric_case(case, settings))]
+        for variant in settings["mujoco"]["variants"]:
+            runs.append((variant["name"], run_mujoco_case(case, settings, variant)))
+        for engine, run in runs:
+            curves[case["name"]][engine] = run
+            rows.append(summary(case, engine, run, settings))
+    return rows, curves
+
+
 def summarise_box(case, engine, run, settings):
     ts, x, v, wall, result = run
-    g, angle = float(settings["box"]["gravity"]), np.radians(case["angle_deg"])
     late = ts >= ts[-1] / 2
-    closed = g * (np.sin(angle) - case["mu"] * np.cos(angle))
+    closed = box_acceleration(case, settings["box"])
     holds = closed <= 0
     acceleration = float(np.polyfit(ts[late], v[late], 1)[0])
     return {
@@ -291,8 +312,7 @@ def make_figure(curves, box_curves, settings):
     fig = Figure(figsize=(12.0, 4.5 * (len(cases) + 1)), layout="constrained")
     axes = fig.subplots(len(cases) + 1, 2, squeeze=False)
     for j, case in enumerate(settings["box_cases"][:2]):
-        g, angle = float(settings["box"]["gravity"]), np.radians(case["angle_deg"])
-        closed = g * (np.sin(angle) - case["mu"] * np.cos(angle))
+        closed = box_acceleration(case, settings["box"])
         for engine, (ts, x, v, *_) in box_curves[case["name"]].items():
             if closed <= 0:
                 axes[-1, j].semilogy(ts[1:], np.maximum(np.abs(x[1:]), 1e-20),
@@ -321,15 +341,10 @@ def make_figure(curves, box_curves, settings):
 
 def main():
     settings = load_settings(NAME)
-    rows, curves = [], {}
-    for case in settings["cases"]:
-        curves[case["name"]] = {}
-        runs = [("jaxfric IsotropicCoulomb (exact)", run_jaxfric(case, settings))]
-        for variant in settings["mujoco"]["variants"]:
-            runs.append((variant["name"], run_mujoco(case, settings, variant)))
-        for engine, run in runs:
-            curves[case["name"]][engine] = run
-            rows.append(summarise(case, engine, run, settings))
+    rows, curves = run_cases(
+        settings["cases"], "jaxfric IsotropicCoulomb (exact)", run_jaxfric,
+        run_mujoco, summarise, settings,
+    )  # fmt: skip
     columns = [
         ("case", "case", ""),
         ("engine", "engine", ""),
@@ -343,15 +358,10 @@ def main():
         ("result", "result", ""),
     ]
     table = print_table(rows, columns)
-    box_rows, box_curves = [], {}
-    for case in settings["box_cases"]:
-        box_curves[case["name"]] = {}
-        runs = [("jaxfric Kikuuwe (RK4)", run_jaxfric_box(case, settings))]
-        for variant in settings["mujoco"]["variants"]:
-            runs.append((variant["name"], run_mujoco_box(case, settings, variant)))
-        for engine, run in runs:
-            box_curves[case["name"]][engine] = run
-            box_rows.append(summarise_box(case, engine, run, settings))
+    box_rows, box_curves = run_cases(
+        settings["box_cases"], "jaxfric Kikuuwe (RK4)", run_jaxfric_box,
+        run_mujoco_box, summarise_box, settings,
+    )  # fmt: skip
     box_table = print_table(
         box_rows,
         [
