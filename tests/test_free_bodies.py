@@ -627,3 +627,72 @@ def test_box_on_its_corners_conserves_energy_and_holds_on_an_incline():
         FreeBodies(m, inertia, contact=PlaneContact(0.0, K, B, centres=[corners] * 2))
     with pytest.raises(ValueError, match="stiffness"):
         PlaneContact(0.0, [K, K], B, centres=corners)
+
+
+def test_exact_box_on_a_face_patch_stops_holds_and_slides():
+    # The same box on its four lower corners as one patch (`PlaneContact`'s
+    # `patch`: rows slip x, y at the centre of the corners' loads and r ω_z)
+    # with the exact law, μ = 0.3, resting at its static penetration on a
+    # plane tilted by θ. Flat, launched at v0: it stops at v0/(μ g) and holds
+    # exactly; on 10° it never slips; on 30° it slides at g (sin θ − μ cos θ).
+    # (Derivatives through the patch's stop: experiments/incline_creep.py.)
+    m, size = 1.0, np.array([0.2, 0.1, 0.05])
+    corners = [[x, y, -size[2] / 2] for x in (-0.1, 0.1) for y in (-0.05, 0.05)]
+    inertia = m / 12 * (np.sum(size**2) - size**2)
+    mu = 0.3
+
+    @jax.jit
+    def simulate(v0, theta):
+        gravity = jnp.stack([G * jnp.sin(theta), 0.0, -G * jnp.cos(theta)])
+        contact = PlaneContact(0.0, K, B, centres=corners, patch=True)
+        system = FreeBodies(m, inertia, gravity=gravity, contact=contact)
+        law = jf.friction.IsotropicCoulomb(mu=mu, dims=3)
+        height = size[2] / 2 - m * G * jnp.cos(theta) / (4 * K)
+        q0 = jnp.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]).at[2].set(height)
+        qd0 = jnp.zeros(6).at[0].set(v0)
+        return jf.simulate(system, law, q0, qd0, t1=1.0, num_save=101, throw=False)
+
+    def corners_world(q):
+        rot = jax.vmap(quaternion_to_matrix)(q[:, 3:])
+        return q[:, None, :3] + jnp.einsum("tij,kj->tki", rot, jnp.asarray(corners))
+
+    v0 = 1.0
+    sol = simulate(v0, 0.0)
+    assert sol.result == jf.RESULTS.successful
+    t_stop = float(sol.event_times[0])
+    assert t_stop == pytest.approx(v0 / (mu * G), abs=1e-12)
+    after = np.asarray(sol.ts) > t_stop
+    assert np.all(np.asarray(sol.modes)[after] == 0)
+    assert np.max(np.abs(np.asarray(sol.slip_velocity)[after])) < 1e-15
+
+    # The patch at rest flat: its centre below the centre of mass, r the
+    # corners' distance from it, the weight on its three rows.
+    system = FreeBodies(
+        m, inertia, gravity=(0.0, 0.0, -G),
+        contact=PlaneContact(0.0, K, B, centres=corners, patch=True),
+    )  # fmt: skip
+    q0, qd0 = sol.q[0], jnp.zeros(6)
+    rows = system.friction_jacobian(q0)
+    np.testing.assert_allclose(rows[0], [1, 0, 0, 0, -size[2] / 2, 0], atol=1e-5)
+    assert float(rows[2, 5]) == pytest.approx(np.hypot(0.1, 0.05), rel=1e-12)
+    np.testing.assert_allclose(system.normal_forces(q0, qd0), m * G, rtol=1e-12)
+
+    # 10°: stuck from the start, slip at rounding; the corners (the box
+    # rocks to its loads' new balance first) still over the second half.
+    sol = simulate(0.0, float(np.radians(10.0)))
+    assert sol.result == jf.RESULTS.successful
+    assert np.all(np.asarray(sol.modes) == 0)
+    assert np.max(np.abs(np.asarray(sol.slip_velocity))) < 1e-15
+    late = np.asarray(sol.ts) >= 0.5
+    travel = np.ptp(np.asarray(corners_world(sol.q))[late, :, :2], axis=0)
+    assert np.max(travel) < 1e-15
+
+    # 30°: it breaks away at once and slides at g (sin θ − μ cos θ).
+    theta = float(np.radians(30.0))  # a Python float: the same compilation
+    sol = simulate(0.0, theta)
+    assert sol.result == jf.RESULTS.successful
+    late = np.asarray(sol.ts) >= 0.5
+    slope = np.polyfit(np.asarray(sol.ts)[late], np.asarray(sol.qd)[late, 0], 1)[0]
+    assert slope == pytest.approx(G * (np.sin(theta) - mu * np.cos(theta)), abs=1e-9)
+    with pytest.raises(ValueError, match="patch"):
+        PlaneContact(0.0, K, B, patch=True)

@@ -75,9 +75,25 @@ class PlaneContact(eqx.Module):
     leaves). ``N_k`` acts at ``a_k`` (force ``N_k e_z``, moment ``a_k × N_k
     e_z``). Two friction rows per contact: its slip velocity ``v + ω × a_k``
     along ``x`` and ``y``, m/s. Kikuuwe's law and `ContactLuGre` take several
-    contacts per body; the exact `IsotropicCoulomb` one (with several, its
-    stick solve fails at the first stop: ``RESULTS.stick_solve_failed``,
-    `docs/contact_friction.md`).
+    contacts per body; the exact `IsotropicCoulomb` takes one per body, or a
+    patch: with several point contacts on a face its stick solve fails at the
+    first stop (``RESULTS.stick_solve_failed``: the corners' stuck rows change
+    rank as the face tilts, `docs/contact_friction.md`).
+
+    With ``patch=True`` a body's contacts are one face (patch) with three
+    friction rows: the slip ``v + ω × a_c`` (``x``, ``y``) of the point at the
+    centre ``a_c`` of the springs' loads (the contacts weighted by their
+    penetrations) and the spin ``r ω_z``, with ``r`` the loads' mean distance
+    from ``a_c`` in the plane; each row carries the patch's total normal force
+    ``N = Σ N_k``. `IsotropicCoulomb` with ``dims = 3`` (or Kikuuwe's law)
+    on these rows bounds the friction force ``F`` and the moment ``M = r f_3``
+    about the normal by the ellipsoid ``|F|² + (M/r)² <= (μN)²`` with slip
+    along the maximum dissipation: the ellipsoidal limit surface of Goyal,
+    Ruina & Papadopoulos (1991) and Howe & Cutkosky (1996). It is exact for a
+    patch that translates (``|F| = μN`` against the slip) and for a spin about
+    the centre (``M = μ Σ N_k ρ_k``); a slip with spin is approximate
+    (measured in `docs/contact_friction.md`). The face's stuck rows keep rank
+    3 as it rocks, so a box held on an incline does not move.
 
     Args:
         radius: sphere radius ``R`` per body (or one for all), m, ``>= 0``.
@@ -86,6 +102,9 @@ class PlaneContact(eqx.Module):
         centres: the spheres' centres in the body frame, m: shape ``(k, 3)``
             for every body or ``(n_bodies, k, 3)``; default ``None``, one at
             the centre of mass.
+        patch: whether each body's contacts are one patch with three friction
+            rows (static; needs `centres`); default ``False``, two rows per
+            contact.
     """
 
     radius: Float[Array, "..."] = eqx.field(converter=as_float)
@@ -94,6 +113,7 @@ class PlaneContact(eqx.Module):
     centres: Float[Array, "..."] | None = eqx.field(
         converter=as_optional_float, default=None
     )
+    patch: bool = eqx.field(static=True, default=False)
 
     def __check_init__(self):
         for name in ("stiffness", "damping"):
@@ -109,6 +129,11 @@ class PlaneContact(eqx.Module):
                 "`centres` must have shape (k, 3) or (n_bodies, k, 3); got "
                 f"{self.centres.shape}."
             )
+        if self.patch and self.centres is None:
+            raise ValueError(
+                "`patch=True` needs the patch's contact points `centres` (a "
+                "face's corners, shape (k, 3) or (n_bodies, k, 3))."
+            )
         raise_if_invalid(self.parameter_checks())
 
     def parameter_checks(self):
@@ -123,6 +148,12 @@ class PlaneContact(eqx.Module):
     def points_per_body(self) -> int:
         """``k``, the contact spheres of each body (static)."""
         return 1 if self.centres is None else self.centres.shape[-2]
+
+    @property
+    def rows_per_body(self) -> int:
+        """Friction rows per body (static): 3 with `patch`, else 2 per
+        contact."""
+        return 3 if self.patch else 2 * self.points_per_body
 
 
 class PenaltyJoint(eqx.Module):
@@ -255,13 +286,14 @@ class FreeBodies(AbstractSystem):
     normal forces (Eq. 22) and their moments are part of the bias ``h``,
     `normal_forces` gives them for friction with a coefficient
     (`jaxfric.friction.Kikuuwe` with `mu` and ``dims = 2``: Eq. 23), and the
-    friction rows are the contact points' tangential slip velocities.
+    friction rows are the contact points' tangential slip velocities (or a
+    patch's slip and spin, `PlaneContact`'s ``patch``).
 
     With `PenaltyJoint` s, bodies are joined to each other or to the world by
     stiff spring-dampers (Kikuuwe & Yamamoto Sec. IV-C): one friction row per
     joint, the relative angular velocity about its axis. Friction rows: two
-    per contact first (body by body, its contacts in order), then one per
-    joint. A drive torque ``τ`` about the joints' axes is the generalised
+    per contact (or three per patch) first (body by body, its contacts in
+    order), then one per joint. A drive torque ``τ`` about the joints' axes is the generalised
     force ``J_jointᵀ τ`` (the joint rows of `friction_jacobian`).
 
     Which paths: all of them (each integrates ``q`` by `coordinate_rate`).
@@ -365,7 +397,7 @@ class FreeBodies(AbstractSystem):
     def _n_contact_rows(self) -> int:
         if self.contact is None:
             return 0
-        return 2 * self.n_bodies * self.contact.points_per_body
+        return self.n_bodies * self.contact.rows_per_body
 
     def parameter_checks(self):
         checks = (
@@ -412,6 +444,33 @@ class FreeBodies(AbstractSystem):
             rot = jax.vmap(quaternion_to_matrix)(quats)
             fixed = jnp.einsum("bij,bkj->bki", rot, centres.astype(q.dtype))
         return fixed.at[..., 2].add(-radius[:, None]), fixed
+
+    def _patch(self, q):
+        """Each body's patch (`PlaneContact.patch`): the arm ``a_c`` of the
+        centre of its springs' loads, world frame, m, shape ``(n_bodies, 3)``,
+        and the loads' mean distance ``r`` from it in the plane, m, shape
+        ``(n_bodies,)``. The weights are the penetrations ``max(0, −h_k)``
+        (the springs' loads over ``K``); a body off the plane takes its lowest
+        contact and ``r = 0``."""
+        pos = self._split(q)[0]
+        arms, _ = self._contact_arms(q)
+        height = pos[:, None, 2] + arms[..., 2]
+        weight = jnp.maximum(-height, 0.0)
+        total = jnp.sum(weight, axis=1)
+        touching = total > 0
+        share = weight / jnp.where(touching, total, 1.0)[:, None]
+        lowest = jnp.take_along_axis(
+            arms, jnp.argmin(height, axis=1)[:, None, None], axis=1
+        )[:, 0]
+        centre = jnp.where(
+            touching[:, None], jnp.einsum("bk,bki->bi", share, arms), lowest
+        )
+        # |(a_k − a_c)_xy| with a zero-safe derivative (a lone loaded contact
+        # sits at the centre).
+        square = jnp.sum((arms - centre[:, None])[..., :2] ** 2, axis=-1)
+        some = square > 0
+        reach = jnp.where(some, jnp.sqrt(jnp.where(some, square, 1.0)), 0.0)
+        return centre, jnp.sum(share * reach, axis=1)
 
     def _normal(self, q, qd):
         """Penalty normal force per body and contact, N, shape ``(n_bodies,
@@ -466,35 +525,57 @@ class FreeBodies(AbstractSystem):
 
     def normal_forces(self, q: Coordinates, qd: Vector) -> SlipVector:
         """The normal force of each contact, repeated for its two friction
-        rows, N (Kikuuwe & Yamamoto 2008, Eq. 22)."""
+        rows (a patch's total, on its three rows), N (Kikuuwe & Yamamoto
+        2008, Eq. 22)."""
         self.check_vectors(q=q, qd=qd)
         if self.contact is None:
             return super().normal_forces(q, qd)
         # Joint rows carry no normal force.
         joints = jnp.zeros((len(self.joints),), q.dtype)
-        normal = self._normal(q, qd)[0].reshape(-1)
-        return jnp.concatenate([jnp.repeat(normal, 2), joints])
+        normal = self._normal(q, qd)[0]
+        if self.contact.patch:  # the patch's total on its three rows
+            return jnp.concatenate([jnp.repeat(jnp.sum(normal, axis=1), 3), joints])
+        return jnp.concatenate([jnp.repeat(normal.reshape(-1), 2), joints])
+
+    def _contact_rows(self, q):
+        """The contact rows of `friction_jacobian`."""
+        # A point's velocity v + ω × a: rows x and y of [I, −[a]×], in its
+        # body's columns.
+        nb = self.n_bodies
+        if self.contact.patch:
+            arms, radius = self._patch(q)
+            arms = arms[:, None]
+        else:
+            arms, _ = self._contact_arms(q)
+        k = arms.shape[1]
+        eye = jnp.broadcast_to(jnp.eye(3, dtype=q.dtype), (nb, k, 3, 3))
+        block = jnp.concatenate([eye, -jax.vmap(jax.vmap(skew))(arms)], axis=-1)
+        block = block[:, :, :2]
+        if self.contact.patch:  # and the spin r ω_z
+            spin = jnp.zeros((nb, 1, 1, 6), q.dtype)
+            spin = spin.at[..., 5].set(radius[:, None, None])
+            block = jnp.concatenate([block, spin], axis=2)
+        columns = jnp.eye(nb, dtype=q.dtype)
+        placed = jnp.einsum("bkrc,bd->bkrdc", block, columns)
+        return placed.reshape(self._n_contact_rows, self.n_dof)
 
     def friction_jacobian(self, q: Coordinates) -> Jacobian:
         self.check_vectors(q=q)
         rows = [jnp.zeros((0, self.n_dof), q.dtype)]
-        if self.contact is not None:
-            # Contact point velocity v + ω × a_k: rows x and y of [I, −[a_k]×]
-            # per contact, in its body's columns, before the joint rows.
-            arms, _ = self._contact_arms(q)
-            nb, k = arms.shape[:2]
-            eye = jnp.broadcast_to(jnp.eye(3, dtype=q.dtype), (nb, k, 3, 3))
-            block = jnp.concatenate([eye, -jax.vmap(jax.vmap(skew))(arms)], axis=-1)
-            columns = jnp.eye(nb, dtype=q.dtype)
-            placed = jnp.einsum("bkrc,bd->bkrdc", block[:, :, :2], columns)
-            rows.append(placed.reshape(2 * nb * k, self.n_dof))
+        if self.contact is not None:  # before the joint rows
+            rows.append(self._contact_rows(q))
         rows += [joint.jacobian_row(self, q)[None] for joint in self.joints]
         return jnp.concatenate(rows, axis=0)
 
     def friction_jacobian_dot_qd(self, q: Coordinates, qd: Vector) -> SlipVector:
         self.check_vectors(q=q, qd=qd)
         contact = jnp.zeros((self._n_contact_rows,), q.dtype)
-        if self.contact is not None and self.contact.centres is not None:
+        if self.contact is not None and self.contact.patch:
+            # The patch's centre and radius move with the loads: d/dt of the
+            # rows along the motion, at fixed (v, ω).
+            rate = self.coordinate_rate(q, qd)
+            contact = jax.jvp(lambda q: self._contact_rows(q) @ qd, (q,), (rate,))[1]
+        elif self.contact is not None and self.contact.centres is not None:
             # d/dt (ω × a_k) at fixed (v, ω): ω × (ω × R_b c_k), the body-fixed
             # part of the arm turning with the body.
             _, _, _, omega = self._split(q, qd)
