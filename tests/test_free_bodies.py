@@ -676,6 +676,13 @@ def test_exact_box_on_a_face_patch_stops_holds_and_slides():
     np.testing.assert_allclose(rows[0], [1, 0, 0, 0, -size[2] / 2, 0], atol=1e-5)
     assert float(rows[2, 5]) == pytest.approx(np.hypot(0.1, 0.05), rel=1e-12)
     np.testing.assert_allclose(system.normal_forces(q0, qd0), m * G, rtol=1e-12)
+    # All eight corners: the unloaded upper ones carry no weight in the patch.
+    eight = [[x, y, z] for x, y, _ in corners for z in (-size[2] / 2, size[2] / 2)]
+    system8 = FreeBodies(
+        m, inertia, gravity=(0.0, 0.0, -G),
+        contact=PlaneContact(0.0, K, B, centres=eight, patch=True),
+    )  # fmt: skip
+    np.testing.assert_allclose(system8.friction_jacobian(q0), rows, atol=1e-15)
 
     # 10°: stuck from the start, slip at rounding; the corners (the box
     # rocks to its loads' new balance first) still over the second half.
