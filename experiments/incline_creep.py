@@ -25,20 +25,27 @@ released from rest: below the friction angle (``tan θ < μ``) it must stay put;
 above it, it slides at ``g (sin θ − μ cos θ)``.
 
 - jaxfric: `FreeBodies` with a `PlaneContact` at the corners (spheres of radius
-  0) and Kikuuwe's friction with the corners' normal forces on the RK4 path
-  (Kikuuwe & Yamamoto Eq. 23–24). The exact law does not take several contacts
-  on one body yet (`docs/contact_friction.md`).
+  0), two ways: the exact `IsotropicCoulomb` on the face as one patch (its
+  slip and spin rows, ``patch=True``: the ellipsoidal limit surface) on the
+  switch path, and Kikuuwe's friction with the corners' normal forces on the
+  RK4 path (Kikuuwe & Yamamoto Eq. 23–24).
 - MuJoCo: a free box geom on the plane, ``condim 3``, the variants above.
 
 Reported: the box's travel down the slope over the second half of the run and
 its largest speed there (the creep), and the sliding acceleration against the
-closed form. Writes ``results/incline_creep/figure.png`` and ``summary.json``.
+closed form. Then the box on the level plane spun about its centre (the patch
+is exact: the final yaw against the closed form) and sliding while it spins
+(the patch's ellipsoid against point contacts at the corners, reported), and
+the derivatives of the patch box's stop time ``v0/(μ g)`` in ``(μ, v0)``
+against the closed form and central differences. Writes
+``results/incline_creep/figure.png`` and ``summary.json``.
 
 Run: ``python experiments/incline_creep.py [SETTINGS.toml]``.
 """
 
 import time
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -171,9 +178,10 @@ def run_mujoco(case, settings, variant):
     return np.array(ts), np.array(centre), np.array(slip), wall, "successful"
 
 
-def box_system(case, box):
+def box_system(case, box, patch=False):
     """The box on the incline of `case` (``x`` down the slope): `FreeBodies`
-    with contacts at its four lower corners, and its resting start ``q0``."""
+    with contacts at its four lower corners (as one patch with `patch`), and
+    its resting start ``q0``."""
     mass, size = float(box["mass"]), np.asarray(box["size"], float)
     g, angle = float(box["gravity"]), np.radians(case["angle_deg"])
     gravity = tilted_gravity(g, angle)
@@ -185,41 +193,71 @@ def box_system(case, box):
         mass / 12 * (np.sum(size**2) - size**2),
         gravity=tuple(gravity),
         contact=jf.systems.PlaneContact(
-            0.0, stiffness, float(box["contact_damping"]), centres=corners
-        ),
+            0.0,
+            stiffness,
+            float(box["contact_damping"]),
+            centres=corners,
+            patch=patch,
+        ),  # fmt: skip
     )
     # Each corner at its static penetration under a quarter of the weight.
     height = size[2] / 2 + mass * gravity[2] / (4 * stiffness)
     return system, jnp.array([0.0, 0.0, height, 1.0, 0.0, 0.0, 0.0])
 
 
-def run_jaxfric_box(case, settings):
-    """Kikuuwe's law at the box's corners; ``(ts, x, v, wall s, result)``."""
+def box_start_velocity(case):
+    """The box's initial ``(v, ω)``: `case`'s ``v0`` (x, y, m/s) and ``spin``
+    (about z, rad/s), zero by default."""
+    vx, vy = case.get("v0", (0.0, 0.0))
+    return np.array([vx, vy, 0.0, 0.0, 0.0, case.get("spin", 0.0)])
+
+
+def yaw(quaternion):
+    """The rotation about ``z`` of a nearly level attitude ``(w, x, y, z)``,
+    rad."""
+    return 2 * np.arctan2(quaternion[..., 3], quaternion[..., 0])
+
+
+def run_box(case, settings, law, patch, dt=None):
+    """jaxfric's box with `law` (the patch's rows with `patch`, else the
+    corners'); ``(ts, x, v, wall s, result, final (x, y, yaw))``."""
+    system, q0 = box_system(case, settings["box"], patch)
+    steps = {} if dt is None else {"dt0": dt, "max_steps": int(case["t1"] / dt) + 10}
+
+    @jax.jit
+    def simulate(q0, qd0):
+        return jf.simulate(system, law, q0, qd0, t1=case["t1"],
+                           num_save=case["num_save"], throw=False, **steps)  # fmt: skip
+
+    wall, sol = best_time(simulate, (q0, jnp.asarray(box_start_velocity(case))), 1)
+    result = "successful" if sol.result == jf.RESULTS.successful else str(sol.result)
+    q = np.asarray(sol.q)
+    return (np.asarray(sol.ts), q[:, 0], np.asarray(sol.qd)[:, 0], wall, result,
+            (q[-1, 0], q[-1, 1], yaw(q[-1, 3:])))  # fmt: skip
+
+
+def run_kikuuwe_box(case, settings):
+    """Kikuuwe's law (RK4, Eq. 23–24) at the box's four corners."""
     box = settings["box"]
-    system, q0 = box_system(case, box)
     law = jf.friction.Kikuuwe(
         k=float(box["kikuuwe_stiffness"]),
         b=float(box["kikuuwe_damping"]),
         mu=case["mu"],
         dims=2,
     )
-    dt = float(box["kikuuwe_step"])
+    return run_box(case, settings, law, False, float(box["kikuuwe_step"]))
 
-    @jax.jit
-    def simulate(q0):
-        return jf.simulate(
-            system, law, q0, jnp.zeros(6), t1=case["t1"], num_save=case["num_save"],
-            dt0=dt, max_steps=int(round(case["t1"] / dt)) + 10, throw=False,
-        )  # fmt: skip
 
-    wall, sol = best_time(simulate, (q0,), 1)
-    result = "successful" if sol.result == jf.RESULTS.successful else str(sol.result)
-    return (np.asarray(sol.ts), np.asarray(sol.q)[:, 0], np.asarray(sol.qd)[:, 0],
-            wall, result)  # fmt: skip
+def run_exact_box(case, settings):
+    """The exact `IsotropicCoulomb` on the box's face as one patch (three
+    rows: slip and spin, `PlaneContact`'s ``patch``)."""
+    law = jf.friction.IsotropicCoulomb(mu=case["mu"], dims=3)
+    return run_box(case, settings, law, True)
 
 
 def run_mujoco_box(case, settings, variant):
-    """MuJoCo's free box; ``(ts, x, v, wall s, result)``."""
+    """MuJoCo's free box; ``(ts, x, v, wall s, result, final (x, y,
+    yaw))``."""
     import mujoco
 
     box = settings["box"]
@@ -231,9 +269,11 @@ def run_mujoco_box(case, settings, variant):
                 friction="{mu} 0 0" condim="3"/>"""
     model = mujoco_on_plane(body, half[2], mu, gravity, dt, variant["option"])
     data = mujoco.MjData(model)
+    # A free joint's velocity: linear (world), angular (body frame; level).
+    data.qvel[:] = box_start_velocity(case)
     steps = int(round(case["t1"] / dt))
     every = steps // (case["num_save"] - 1)
-    ts, xs, vs = [0.0], [0.0], [0.0]
+    ts, xs, vs = [0.0], [0.0], [float(data.qvel[0])]
     start = time.perf_counter()
     for k in range(1, steps + 1):
         mujoco.mj_step(model, data)
@@ -242,7 +282,8 @@ def run_mujoco_box(case, settings, variant):
             xs.append(float(data.qpos[0]))
             vs.append(float(data.qvel[0]))
     wall = time.perf_counter() - start
-    return np.array(ts), np.array(xs), np.array(vs), wall, "successful"
+    pose = (data.qpos[0], data.qpos[1], yaw(data.qpos[3:7]))
+    return np.array(ts), np.array(xs), np.array(vs), wall, "successful", pose
 
 
 def box_acceleration(case, box):
@@ -252,13 +293,13 @@ def box_acceleration(case, box):
     return g * (np.sin(angle) - case["mu"] * np.cos(angle))
 
 
-def run_cases(cases, jaxfric, run_jaxfric_case, run_mujoco_case, summary, settings):
-    """Each case with jaxfric (engine name `jaxfric`) and every MuJoCo
-    variant: ``(summary rows, {case name: {engine: run}})``."""
+def run_cases(cases, jaxfric, run_mujoco_case, summary, settings):
+    """Each case with jaxfric (`jaxfric`: pairs of engine name and run) and
+    every MuJoCo variant: ``(summary rows, {case name: {engine: run}})``."""
     rows, curves = [], {}
     for case in cases:
         curves[case["name"]] = {}
-        runs = [(jaxfric, run_jaxfric_case(case, settings))]
+        runs = [(engine, run(case, settings)) for engine, run in jaxfric]
         for variant in settings["mujoco"]["variants"]:
             runs.append((variant["name"], run_mujoco_case(case, settings, variant)))
         for engine, run in runs:
@@ -268,7 +309,7 @@ def run_cases(cases, jaxfric, run_jaxfric_case, run_mujoco_case, summary, settin
 
 
 def summarise_box(case, engine, run, settings):
-    ts, x, v, wall, result = run
+    ts, x, v, wall, result, _ = run
     late = ts >= ts[-1] / 2
     closed = box_acceleration(case, settings["box"])
     holds = closed <= 0
@@ -284,6 +325,61 @@ def summarise_box(case, engine, run, settings):
         "acceleration_error": None if holds else acceleration - closed,
         "wall_ms": 1e3 * wall,
     }
+
+
+def spin_yaw(case, box):
+    """A box spun about its face's centre (``v0 = 0``) on the level plane:
+    the corners' friction ``μ m g/4`` at ``ρ`` from the centre stops it with
+    ``I_zz ω0² / (2 μ m g ρ)`` rad turned; `None` for a case that also
+    slides (no closed form)."""
+    if np.any(case.get("v0", (0.0, 0.0))):
+        return None
+    mass, size = float(box["mass"]), np.asarray(box["size"], float)
+    inertia_zz = mass / 12 * (size[0] ** 2 + size[1] ** 2)
+    moment = case["mu"] * mass * float(box["gravity"]) * np.hypot(*size[:2] / 2)
+    return inertia_zz * case["spin"] ** 2 / (2 * moment)
+
+
+def summarise_spin(case, engine, run, settings):
+    x, y, turned = (float(value) for value in run[5])
+    closed = spin_yaw(case, settings["box"])
+    return {
+        "case": case["name"],
+        "engine": engine,
+        "result": run[4],
+        "x_t1": x,
+        "y_t1": y,
+        "yaw_t1": turned,
+        "yaw_error": None if closed is None else turned - closed,
+        "wall_ms": 1e3 * run[3],
+    }
+
+
+def stop_time_derivatives(settings):
+    """The patch box launched on the level plane stops at ``t = v0/(μ g)``:
+    ``(t, dt/d(μ, v0))`` by forward-mode derivatives through the exact
+    law's stop event, and by central differences of step ``h``."""
+    case = settings["box_gradient"]
+    system, q0 = box_system({"angle_deg": 0.0}, settings["box"], patch=True)
+
+    def stop(params):
+        mu, v0 = params
+        law = jf.friction.IsotropicCoulomb(mu=mu, dims=3)
+        qd0 = jnp.zeros(6).at[0].set(v0)
+        sol = jf.simulate(system, law, q0, qd0, t1=case["t1"], num_save=2,
+                          adjoint=diffrax.ForwardMode())  # fmt: skip
+        return sol.event_times[0], sol.event_times[0]
+
+    # One compilation gives the derivatives and (as aux) the values.
+    derivative = jax.jit(jax.jacfwd(stop, has_aux=True))
+    params = jnp.array([case["mu"], case["v0"]])
+    jac, stop = derivative(params)
+    h = float(case["difference_step"])
+    central = [
+        (derivative(params + h * e)[1] - derivative(params - h * e)[1]) / (2 * h)
+        for e in np.eye(2)
+    ]
+    return float(stop), np.asarray(jac), np.asarray(central)
 
 
 def summarise(case, engine, run, settings):
@@ -342,7 +438,7 @@ def make_figure(curves, box_curves, settings):
 def main():
     settings = load_settings(NAME)
     rows, curves = run_cases(
-        settings["cases"], "jaxfric IsotropicCoulomb (exact)", run_jaxfric,
+        settings["cases"], [("jaxfric IsotropicCoulomb (exact)", run_jaxfric)],
         run_mujoco, summarise, settings,
     )  # fmt: skip
     columns = [
@@ -358,10 +454,13 @@ def main():
         ("result", "result", ""),
     ]
     table = print_table(rows, columns)
+    box_engines = [
+        ("jaxfric IsotropicCoulomb patch (exact)", run_exact_box),
+        ("jaxfric Kikuuwe corners (RK4)", run_kikuuwe_box),
+    ]
     box_rows, box_curves = run_cases(
-        settings["box_cases"], "jaxfric Kikuuwe (RK4)", run_jaxfric_box,
-        run_mujoco_box, summarise_box, settings,
-    )  # fmt: skip
+        settings["box_cases"], box_engines, run_mujoco_box, summarise_box, settings
+    )
     box_table = print_table(
         box_rows,
         [
@@ -376,8 +475,68 @@ def main():
             ("result", "result", ""),
         ],
     )
+    spin_rows, _ = run_cases(
+        settings["box_spin_cases"], box_engines, run_mujoco_box, summarise_spin,
+        settings,
+    )  # fmt: skip
+    spin_table = print_table(
+        spin_rows,
+        [
+            ("case", "case", ""),
+            ("engine", "engine", ""),
+            ("x_t1", "x(t1) [m]", ".6f"),
+            ("y_t1", "y(t1) [m]", ".6f"),
+            ("yaw_t1", "yaw(t1) [rad]", ".6f"),
+            ("yaw_error", "yaw − closed form", ".1e"),
+            ("wall_ms", "wall [ms]", ".1f"),
+            ("result", "result", ""),
+        ],
+    )
+    stop, jac, central = stop_time_derivatives(settings)
+    grad_case = settings["box_gradient"]
+    mu, v0, g = grad_case["mu"], grad_case["v0"], float(settings["box"]["gravity"])
+    closed_jac = np.array([-v0 / (mu**2 * g), 1 / (mu * g)])
+    print(
+        f"patch box stop: t = {stop:.12f} s (v0/(μg) = {v0 / (mu * g):.12f}); "
+        f"dt/d(μ, v0) = {jac} (closed form {closed_jac}, central differences "
+        f"{central})"
+    )
     c = settings["claims"]
-    claims = []
+    claims = [
+        claim(
+            abs(stop - v0 / (mu * g)) <= c["box_stop_atol"],
+            f"patch box stop time − v0/(μg) = {stop - v0 / (mu * g):.1e} s; "
+            f"target |.| <= {c['box_stop_atol']:g}",
+        ),
+        claim(
+            np.allclose(jac, closed_jac, rtol=c["box_derivative_rtol"], atol=0)
+            and np.allclose(jac, central, rtol=c["box_derivative_rtol"], atol=0),
+            f"patch box dt/d(μ, v0) relative to the closed form "
+            f"{np.max(np.abs(jac / closed_jac - 1)):.1e}, to central differences "
+            f"{np.max(np.abs(jac / central - 1)):.1e}; target <= "
+            f"{c['box_derivative_rtol']:g}",
+        ),
+    ]
+    points = {r["case"]: r for r in spin_rows if "corners" in r["engine"]}
+    for r in spin_rows:
+        label = f"{r['case']} | {r['engine']}"
+        if r["yaw_error"] is not None and "exact" in r["engine"]:
+            claims.append(
+                claim(
+                    abs(r["yaw_error"]) <= c["box_yaw_atol"],
+                    f"{label}: yaw − closed form {r['yaw_error']:.1e} rad; target "
+                    f"|.| <= {c['box_yaw_atol']:g}",
+                )
+            )
+        elif "exact" in r["engine"]:
+            ref = points[r["case"]]
+            text = (
+                f"{label}: the ellipsoidal limit surface against point contacts "
+                f"(Kikuuwe at the corners): x {r['x_t1'] - ref['x_t1']:+.1e} m, "
+                f"y {r['y_t1'] - ref['y_t1']:+.1e} m, yaw "
+                f"{r['yaw_t1'] - ref['yaw_t1']:+.2e} rad (reported)"
+            )
+            claims.append(claim(True, text))
     for r in box_rows:
         label = f"{r['case']} | {r['engine']}"
         if not r["engine"].startswith("jaxfric"):
@@ -444,6 +603,14 @@ def main():
             "table_markdown": table,
             "box_rows": box_rows,
             "box_table_markdown": box_table,
+            "spin_rows": spin_rows,
+            "spin_table_markdown": spin_table,
+            "patch_stop": {
+                "t": stop,
+                "derivative": jac.tolist(),
+                "closed_form": closed_jac.tolist(),
+                "central_differences": central.tolist(),
+            },  # fmt: skip
             "claims": claims,
             "notes": {
                 "contact_travel": "integral of the contact point's slip speed over "
