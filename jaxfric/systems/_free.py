@@ -93,7 +93,10 @@ class PlaneContact(eqx.Module):
     patch that translates (``|F| = μN`` against the slip) and for a spin about
     the centre (``M = μ Σ N_k ρ_k``); a slip with spin is approximate
     (measured in `docs/contact_friction.md`). The face's stuck rows keep rank
-    3 as it rocks, so a box held on an incline does not move.
+    3 as it rocks, so a box held on an incline does not move. A patch is for
+    a body resting or sliding on a face: dropped tilted onto a corner, one run
+    failed (``RESULTS.max_steps_reached``, `docs/contact_friction.md`); use
+    point contacts with Kikuuwe's law for impacts.
 
     Args:
         radius: sphere radius ``R`` per body (or one for all), m, ``>= 0``.
