@@ -296,8 +296,9 @@ class FreeBodies(AbstractSystem):
     stiff spring-dampers (Kikuuwe & Yamamoto Sec. IV-C): one friction row per
     joint, the relative angular velocity about its axis. Friction rows: two
     per contact (or three per patch) first (body by body, its contacts in
-    order), then one per joint. A drive torque ``τ`` about the joints' axes is the generalised
-    force ``J_jointᵀ τ`` (the joint rows of `friction_jacobian`).
+    order), then one per joint. A drive torque ``τ`` about the joints' axes is
+    the generalised force ``J_jointᵀ τ`` (the joint rows of
+    `friction_jacobian`).
 
     Which paths: all of them (each integrates ``q`` by `coordinate_rate`).
 
