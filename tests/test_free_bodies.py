@@ -701,5 +701,16 @@ def test_exact_box_on_a_face_patch_stops_holds_and_slides():
     late = np.asarray(sol.ts) >= 0.5
     slope = np.polyfit(np.asarray(sol.ts)[late], np.asarray(sol.qd)[late, 0], 1)[0]
     assert slope == pytest.approx(G * (np.sin(theta) - mu * np.cos(theta)), abs=1e-9)
+    # Kikuuwe's law (RK4, dims 3) on the same rows slides it at the same rate.
+    gravity = (G * np.sin(theta), 0.0, -G * np.cos(theta))
+    contact = PlaneContact(0.0, K, B, centres=corners, patch=True)
+    kikuuwe = jf.simulate(
+        FreeBodies(m, inertia, gravity=gravity, contact=contact),
+        Kikuuwe(k=1e5, b=10.0, mu=mu, dims=3), sol.q[0], jnp.zeros(6), t1=1.0,
+        dt0=1e-4, num_save=101, max_steps=10_010,
+    )  # fmt: skip
+    qd = np.asarray(kikuuwe.qd)
+    slope = np.polyfit(np.asarray(kikuuwe.ts)[late], qd[late, 0], 1)[0]
+    assert slope == pytest.approx(G * (np.sin(theta) - mu * np.cos(theta)), abs=1e-9)
     with pytest.raises(ValueError, match="patch"):
         PlaneContact(0.0, K, B, patch=True)
