@@ -80,8 +80,9 @@ class Kikuuwe(AbstractFrictionLaw):
         b: viscosity ``B``, N·s/m (N·m·s/rad), ``> 0``.
         f: Coulomb (kinetic) level ``F``, N (N·m), ``>= 0``.
         mu: instead of `f`, the friction coefficient ``μ >= 0`` (``F = μ N``).
-        dims: rows per friction element (static): 1, or 2 for friction in a
-            contact plane.
+        dims: rows per friction element (static): 1, 2 for friction in a
+            contact plane, or 3 (a contact patch's slip and spin,
+            `jaxfric.systems.PlaneContact`).
     """
 
     simulation_path: ClassVar[AbstractPath] = KIKUUWE_PATH

@@ -89,14 +89,19 @@ class PlaneContact(eqx.Module):
     on these rows bounds the friction force ``F`` and the moment ``M = r f_3``
     about the normal by the ellipsoid ``|F|² + (M/r)² <= (μN)²`` with slip
     along the maximum dissipation: the ellipsoidal limit surface of Goyal,
-    Ruina & Papadopoulos (1991) and Howe & Cutkosky (1996). It is exact for a
-    patch that translates (``|F| = μN`` against the slip) and for a spin about
-    the centre (``M = μ Σ N_k ρ_k``); a slip with spin is approximate
-    (measured in `docs/contact_friction.md`). The face's stuck rows keep rank
-    3 as it rocks, so a box held on an incline does not move. A patch is for
-    a body resting or sliding on a face: dropped tilted onto a corner, one run
-    failed (``RESULTS.max_steps_reached``, `docs/contact_friction.md`); use
-    point contacts with Kikuuwe's law for impacts.
+    Ruina & Papadopoulos (1991) and Howe & Cutkosky (1996). While the loads
+    are the springs' (no normal motion, so the dampers carry none) it is
+    exact for a patch that translates (``|F| = μN`` against the slip) and for
+    a spin about the centre (``M = μ Σ N_k ρ_k``); a slip with spin is
+    approximate (measured in `docs/contact_friction.md`). While two or more
+    contacts carry load the stuck rows have rank 3 however the face rocks,
+    so a box held on an incline does not move. On one loaded contact ``r =
+    0`` and the spin row vanishes, and at a touch-down the rows change at a
+    rate ``~ḣ/Σ w``: a patch is for a body resting or sliding on a face.
+    Dropped tilted onto a corner, one run failed
+    (``RESULTS.max_steps_reached``, `docs/contact_friction.md`); use point
+    contacts with Kikuuwe's law for impacts. Friction on a patch takes
+    three-row elements, so a system with a patch has no `PenaltyJoint` s.
 
     Args:
         radius: sphere radius ``R`` per body (or one for all), m, ``>= 0``.
@@ -106,8 +111,8 @@ class PlaneContact(eqx.Module):
             for every body or ``(n_bodies, k, 3)``; default ``None``, one at
             the centre of mass.
         patch: whether each body's contacts are one patch with three friction
-            rows (static; needs `centres`); default ``False``, two rows per
-            contact.
+            rows (static; needs `centres`, at least two per body); default
+            ``False``, two rows per contact.
     """
 
     radius: Float[Array, "..."] = eqx.field(converter=as_float)
@@ -132,10 +137,11 @@ class PlaneContact(eqx.Module):
                 "`centres` must have shape (k, 3) or (n_bodies, k, 3); got "
                 f"{self.centres.shape}."
             )
-        if self.patch and self.centres is None:
+        if self.patch and (self.centres is None or self.centres.shape[-2] < 2):
             raise ValueError(
-                "`patch=True` needs the patch's contact points `centres` (a "
-                "face's corners, shape (k, 3) or (n_bodies, k, 3))."
+                "`patch=True` needs the patch's contact points `centres`, at "
+                "least two per body (a face's corners, shape (k, 3) or "
+                "(n_bodies, k, 3))."
             )
         raise_if_invalid(self.parameter_checks())
 
@@ -288,7 +294,8 @@ class FreeBodies(AbstractSystem):
     contact spheres (one sphere by default; a box's corners): the penalty
     normal forces (Eq. 22) and their moments are part of the bias ``h``,
     `normal_forces` gives them for friction with a coefficient
-    (`jaxfric.friction.Kikuuwe` with `mu` and ``dims = 2``: Eq. 23), and the
+    (`jaxfric.friction.Kikuuwe` with `mu` and ``dims = 2``, or 3 on a patch:
+    Eq. 23), and the
     friction rows are the contact points' tangential slip velocities (or a
     patch's slip and spin, `PlaneContact`'s ``patch``).
 
@@ -360,6 +367,11 @@ class FreeBodies(AbstractSystem):
                 f"per body ({mass.shape[0]}); got {contact.centres.shape}."
             )
         joints = tuple(joints)
+        if contact is not None and contact.patch and joints:
+            raise ValueError(
+                "FreeBodies with a patch contact takes no `joints`: friction "
+                "on a patch is three-row elements, a joint's is one row."
+            )
         for j, joint in enumerate(joints):
             if not isinstance(joint, PenaltyJoint):
                 raise TypeError(
