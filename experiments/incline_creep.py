@@ -46,6 +46,7 @@ Run: ``python experiments/incline_creep.py [SETTINGS.toml]``.
 import time
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -65,6 +66,15 @@ enable_float64()
 import jaxfric as jf  # noqa: E402
 
 NAME = "incline_creep"
+
+
+@eqx.filter_jit
+def simulate_free(system, law, q0, qd0, t1, num_save, steps=()):
+    """`jf.simulate` to `t1` with `num_save` saves and the options `steps`
+    (pairs), compiled once per structure: cases that differ only in numbers
+    (gravity, μ, start) share it."""
+    return jf.simulate(system, law, q0, qd0, t1=t1, num_save=num_save,
+                       throw=False, **dict(steps))  # fmt: skip
 
 
 def tilted_gravity(g: float, angle: float) -> np.ndarray:
@@ -99,14 +109,8 @@ def run_jaxfric(case, settings):
     q0 = jnp.array([0.0, 0.0, height, 1.0, 0.0, 0.0, 0.0])
     law = jf.friction.IsotropicCoulomb(mu=case["mu"])
 
-    @jax.jit
-    def simulate(q0):
-        return jf.simulate(
-            system, law, q0, jnp.zeros(6), t1=exp["t1"], num_save=exp["num_save"],
-            throw=False,
-        )  # fmt: skip
-
-    wall, sol = best_time(simulate, (q0,), 1)
+    args = (system, law, q0, jnp.zeros(6), exp["t1"], exp["num_save"])
+    wall, sol = best_time(simulate_free, args, 1)
     result = "successful" if sol.result == jf.RESULTS.successful else str(sol.result)
     slip = np.linalg.norm(np.asarray(sol.slip_velocity), axis=1)
     return np.asarray(sol.ts), np.asarray(sol.qd)[:, 0], slip, wall, result
@@ -222,16 +226,12 @@ def run_box(case, settings, law, patch, dt=None):
     """jaxfric's box with `law` (the patch's rows with `patch`, else the
     corners'); ``(ts, x, v, wall s, result, final (x, y, yaw))``."""
     system, q0 = box_system(case, settings["box"], patch)
-    steps = {}
+    steps = ()
     if dt is not None:
-        steps = {"dt0": dt, "max_steps": int(round(case["t1"] / dt)) + 10}
-
-    @jax.jit
-    def simulate(q0, qd0):
-        return jf.simulate(system, law, q0, qd0, t1=case["t1"],
-                           num_save=case["num_save"], throw=False, **steps)  # fmt: skip
-
-    wall, sol = best_time(simulate, (q0, jnp.asarray(box_start_velocity(case))), 1)
+        steps = (("dt0", dt), ("max_steps", int(round(case["t1"] / dt)) + 10))
+    qd0 = jnp.asarray(box_start_velocity(case))
+    args = (system, law, q0, qd0, case["t1"], case["num_save"], steps)
+    wall, sol = best_time(simulate_free, args, 1)
     result = "successful" if sol.result == jf.RESULTS.successful else str(sol.result)
     q = np.asarray(sol.q)
     return (np.asarray(sol.ts), q[:, 0], np.asarray(sol.qd)[:, 0], wall, result,

@@ -295,9 +295,8 @@ class FreeBodies(AbstractSystem):
     normal forces (Eq. 22) and their moments are part of the bias ``h``,
     `normal_forces` gives them for friction with a coefficient
     (`jaxfric.friction.Kikuuwe` with `mu` and ``dims = 2``, or 3 on a patch:
-    Eq. 23), and the
-    friction rows are the contact points' tangential slip velocities (or a
-    patch's slip and spin, `PlaneContact`'s ``patch``).
+    Eq. 23), and the friction rows are the contact points' tangential slip
+    velocities (or a patch's slip and spin, `PlaneContact`'s ``patch``).
 
     With `PenaltyJoint` s, bodies are joined to each other or to the world by
     stiff spring-dampers (Kikuuwe & Yamamoto Sec. IV-C): one friction row per
@@ -468,9 +467,7 @@ class FreeBodies(AbstractSystem):
         ``(n_bodies,)``. The weights are the penetrations ``max(0, −h_k)``
         (the springs' loads over ``K``); a body off the plane takes its lowest
         contact and ``r = 0``."""
-        pos = self._split(q)[0]
-        arms, _ = self._contact_arms(q)
-        height = pos[:, None, 2] + arms[..., 2]
+        height, arms = self._heights(q)
         weight = jnp.maximum(-height, 0.0)
         total = jnp.sum(weight, axis=1)
         touching = total > 0
@@ -488,12 +485,17 @@ class FreeBodies(AbstractSystem):
         reach = jnp.where(some, jnp.sqrt(jnp.where(some, square, 1.0)), 0.0)
         return centre, jnp.sum(share * reach, axis=1)
 
+    def _heights(self, q):
+        """Each contact's height ``h_k = p_z + a_k,z`` above the plane, m,
+        shape ``(n_bodies, k)``, and the arms ``a_k``."""
+        arms, _ = self._contact_arms(q)
+        return self._split(q)[0][:, None, 2] + arms[..., 2], arms
+
     def _normal(self, q, qd):
         """Penalty normal force per body and contact, N, shape ``(n_bodies,
         k)`` (Eq. 22, clipped at zero), and the contacts' arms ``a_k``."""
-        pos, _, vel, omega = self._split(q, qd)
-        arms, _ = self._contact_arms(q)
-        height = pos[:, None, 2] + arms[..., 2]
+        _, _, vel, omega = self._split(q, qd)
+        height, arms = self._heights(q)
         rate = vel[:, None, 2] + jnp.cross(omega[:, None], arms)[..., 2]
         push = -self.contact.stiffness * height - self.contact.damping * rate
         return jnp.where(height < 0, jnp.maximum(push, 0.0), 0.0), arms
