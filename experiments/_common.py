@@ -359,15 +359,15 @@ def tree_energy(system, q, qd):
 
 def friction_energy_balance(sol, system) -> tuple[float, float]:
     """``(friction work, energy lost)`` of a `RigidBodyTree` solution, J: the
-    work ``∫ Σ f_k q̇_k dt`` of every friction row by Simpson's rule on the
-    saved times, piecewise between events (where the friction power has
-    kinks), and the drop of `tree_energy` from the first saved state to the
-    last."""
+    work ``∫ Σ f_k s_k dt`` of every friction row (``s = J q̇``) by Simpson's
+    rule on the saved times, piecewise between events (where the friction
+    power has kinks), and the drop of `tree_energy` from the first saved state
+    to the last."""
     from scipy.integrate import simpson
 
     ts = np.asarray(sol.ts)
-    rows = np.asarray(system.friction_joints)
-    power = np.sum(np.asarray(sol.friction) * np.asarray(sol.qd)[:, rows], axis=1)
+    slip = jax.vmap(system.slip_velocity)(sol.q, sol.qd)
+    power = np.sum(np.asarray(sol.friction) * np.asarray(slip), axis=1)
     events = np.asarray(sol.event_times)
     cuts = np.searchsorted(ts, events[np.isfinite(events)])
     work = 0.0

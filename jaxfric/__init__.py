@@ -20,6 +20,7 @@ from .friction import (
     LuGre as LuGre,
     Regularized as Regularized,
     RevoluteLoad as RevoluteLoad,
+    SphericalLoad as SphericalLoad,
     Stribeck as Stribeck,
     TranslationalLoad as TranslationalLoad,
 )

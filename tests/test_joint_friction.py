@@ -720,7 +720,7 @@ def test_cylindrical_load_checks():
     with pytest.raises(ValueError, match="overlap_delta"):
         jf.CylindricalLoad(overlap_delta="grow")
     # The exact path takes elements of one size per law.
-    with pytest.raises(ValueError, match="mixes CylindricalLoad"):
+    with pytest.raises(ValueError, match="mixes elements of different sizes"):
         jf.JointFriction(0.4, 0.3, loads=(_cylinder(), _load()))
     with pytest.raises(ValueError, match="`arms` must lie in"):
         jf.friction.IsotropicCoulomb(fc=1.0, arms=jnp.array([0.0, 1.0]))
@@ -765,3 +765,185 @@ def test_cylindrical_load_checks():
     apart = tree([-1, -1], ["revolute", "prismatic"], [CYL_M, CYL_M])
     with pytest.raises(ValueError, match="one of which is the other's parent"):
         law.at_reactions(apart.joint_reactions(q, *(jnp.zeros(2),) * 4))
+
+
+# A ball joint (MotionSolve Comment 13): a 2 kg body whose centre of mass is
+# the ball's centre, inertia I·1, on three revolute joints x-y-z through
+# massless gimbals. Its reaction is the weight whatever it turns, N = m g +
+# T_pre/(μ_s r_b), and a torque along a fixed axis n keeps it turning about n:
+# I ω̇ = T(t) − μ_d r_b N sign(ω). All closed form.
+BALL_M, BALL_I, BALL_RB, BALL_PRE = 2.0, 0.01, 0.01, 0.05
+BALL_AXIS = np.array([1.0, 2.0, 2.0]) / 3.0
+
+
+def _ball():
+    return jf.systems.RigidBodyTree(
+        [-1, 0, 1], ["revolute"] * 3, np.eye(3), np.zeros((3, 3)),
+        mass=[0.0, 0.0, BALL_M], com=np.zeros((3, 3)),
+        inertia=[np.zeros((3, 3)), np.zeros((3, 3)), BALL_I * np.eye(3)],
+        gravity=(0.0, 0.0, -G), joint_names=["bx", "by", "bz"],
+        friction_joints=[("bx", "by", "bz")],
+    )  # fmt: skip
+
+
+def _gimbal_axes(q):
+    """By hand: the joint axes in the socket's frame, x, Rx y, Rx Ry z."""
+    c1, s1, c2, s2 = jnp.cos(q[0]), jnp.sin(q[0]), jnp.cos(q[1]), jnp.sin(q[1])
+    rx = jnp.array([[1.0, 0, 0], [0, c1, -s1], [0, s1, c1]])
+    ry = jnp.array([[c2, 0, s2], [0, 1.0, 0], [-s2, 0, c2]])
+    return jnp.stack([jnp.array([1.0, 0, 0]), rx[:, 1], (rx @ ry)[:, 2]], 1)
+
+
+class _BallTorque(jf.forces.AbstractStatelessForce):
+    """A torque ``−rate·t·n`` on the ball (socket frame), as joint torques."""
+
+    rate: jax.Array
+
+    def __call__(self, t, q, qd):
+        return _gimbal_axes(q).T @ (-self.rate * t * jnp.asarray(BALL_AXIS))
+
+
+def _ball_closed_form(mu_s, mu_d, w0, rate, t):
+    """``(stop, breakaway, ω·n at t)``: spun at ``w0`` about n against the
+    growing torque, it stops at the root of ``w0 − (k_d t + rate t²/2)/I``,
+    holds while ``rate·t <= k_s``, then turns back: ``k = μ r_b N``."""
+    normal = BALL_M * G + BALL_PRE / (mu_s * BALL_RB)
+    kd, ks = mu_d * BALL_RB * normal, mu_s * BALL_RB * normal
+    stop = (jnp.sqrt(kd**2 + 2 * rate * BALL_I * w0) - kd) / rate
+    breakaway = ks / rate
+    back = (rate * (t**2 - breakaway**2) / 2 - kd * (t - breakaway)) / BALL_I
+    return jnp.stack([stop, breakaway, -back])
+
+
+def test_ball_joint_rows_and_reactions_by_hand():
+    system = _ball()
+    q, qd, qdd = jnp.array([0.3, -0.4, 0.7]), jnp.array([1.0, 2.0, -0.5]), jnp.ones(3)
+    assert system.ball_rows == (0,) and system.vector_elements == ((0, 3),)
+    np.testing.assert_allclose(system.friction_jacobian(q), _gimbal_axes(q), atol=1e-15)
+    # J̇q̇ against central differences of E(q) along q̇.
+    h = 1e-6
+    fd = (_gimbal_axes(q + h * qd) - _gimbal_axes(q - h * qd)) @ qd / (2 * h)
+    np.testing.assert_allclose(
+        system.friction_jacobian_dot_qd(q, qd), fd, rtol=0, atol=1e-8
+    )
+    # The ball's reaction: its centre of mass does not move, so the socket
+    # carries the weight; N = m g + T_pre/(μ_s r_b) on every law built on it.
+    reactions = system.joint_reactions(q, qd, qdd, jnp.zeros(3), jnp.zeros(3))
+    assert reactions.kinds == ("spherical",) * 3
+    np.testing.assert_allclose(
+        jnp.linalg.norm(reactions.wrench[:, 3:], axis=1), [BALL_M * G] * 3, rtol=1e-14
+    )
+    load = jf.SphericalLoad(ball_radius=BALL_RB, torque_preload=BALL_PRE)
+    normal = BALL_M * G + BALL_PRE / (0.5 * BALL_RB)
+    exact = jf.JointFriction(0.5, 0.4, loads=(load,)).at_reactions(reactions)
+    np.testing.assert_allclose(exact.fc, [0.4 * normal] * 3, rtol=1e-14)
+    np.testing.assert_allclose(exact.arms, [BALL_RB] * 3, rtol=1e-15)
+    # LuGre (Comments 3, 7, 13): each contribution's 3D bristle on v = r_b ω.
+    s0, s1, s2, vs = 1e4, 20.0, 0.1, 1e-3
+    lugre = jf.JointLuGre(0.5, 0.4, (load,), s0, s1, s2, vs).at_reactions(reactions)
+    z, slip = jnp.arange(6.0).reshape(2, 3) * 1e-5, jnp.array([0.3, -0.2, 0.1])
+    v = BALL_RB * np.asarray(slip)
+    speed = np.linalg.norm(v)
+    g = 0.4 + 0.1 * np.exp(-((speed / vs) ** 2))
+    zdot = v - s0 * speed * np.asarray(z) / g
+    force = (
+        np.array([BALL_M * G, BALL_PRE / 0.5 / BALL_RB])[:, None]
+        * (s0 * np.asarray(z) + s1 * zdot)
+        + s2 * v
+    )
+    np.testing.assert_allclose(
+        lugre.force(z.reshape(-1), slip), BALL_RB * force.sum(0), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        lugre.state_derivative(z.reshape(-1), slip), zdot.reshape(-1), rtol=1e-12
+    )
+
+
+def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
+    # Launched at 8 rad/s about n against the torque −0.2 t n (N·m): the exact
+    # law stops it, holds it at rest (ω = 0.0 exactly, fixed orientation),
+    # then turns it back; the switch path's events and derivatives against
+    # the closed form's.
+    system, t1 = _ball(), 1.2
+    ts = jnp.linspace(0.0, t1, 25)
+    load = jf.SphericalLoad(ball_radius=BALL_RB, torque_preload=BALL_PRE)
+
+    @jax.jit
+    def run(params):
+        def ends(p):
+            law = jf.JointFriction(p[0], p[1], loads=(load,))
+            sol = jf.simulate(
+                system, law, jnp.zeros(3), p[2] * jnp.asarray(BALL_AXIS), t1,
+                ts=ts, force=_BallTorque(jnp.asarray(0.2)),
+                adjoint=diffrax.ForwardMode(),
+            )  # fmt: skip
+            omega = _gimbal_axes(sol.q[-1]) @ sol.qd[-1]
+            return jnp.stack([*sol.event_times[:2], omega @ BALL_AXIS]), sol
+
+        return jax.jacfwd(ends, has_aux=True)(params)
+
+    params = jnp.array([0.5, 0.4, 8.0])
+    jac, sol = run(params)
+    assert sol.result == jf.RESULTS.successful
+    spin = (_gimbal_axes(sol.q[-1]) @ sol.qd[-1]) @ BALL_AXIS
+    value = jnp.stack([*sol.event_times[:2], spin])
+    expected = _ball_closed_form(*params, 0.2, t1)
+    np.testing.assert_allclose(value[:2], expected[:2], rtol=0, atol=_EVENT_TOL)
+    np.testing.assert_allclose(value[2], expected[2], rtol=_TRAJECTORY_TOL)
+    np.testing.assert_allclose(
+        jac, jax.jacfwd(lambda p: _ball_closed_form(*p, 0.2, t1))(params),
+        rtol=1e-7, atol=1e-9,
+    )  # fmt: skip
+    stop, breakaway = expected[:2]
+    held = (ts > stop + 1e-6) & (ts < breakaway - 1e-6)
+    assert int(held.sum()) >= 5
+    assert float(jnp.max(jnp.abs(sol.qd[held]))) == 0.0
+    assert float(jnp.max(jnp.abs(sol.q[held] - sol.q[held][:1]))) == 0.0
+    # It turned about n alone: the rotation at rest is exp(θ n×), θ the
+    # closed form's angle at the stop.
+    theta = (
+        8.0 * stop - (0.4 * BALL_RB * (BALL_M * G + BALL_PRE / (0.5 * BALL_RB))
+        * stop**2 / 2 + 0.2 * stop**3 / 6) / BALL_I
+    )  # fmt: skip
+    k = np.cross(BALL_AXIS, np.eye(3)).T  # k v = n × v
+    turn = np.eye(3) + np.sin(theta) * k + (1 - np.cos(theta)) * k @ k
+    rot, _ = system.forward_kinematics(sol.q[held][0])
+    np.testing.assert_allclose(rot[2], turn, atol=1e-10)
+
+
+def test_ball_joint_checks():
+    tree = dict(
+        mass=[0.0, 0.0, 1.0], com=np.zeros((3, 3)),
+        inertia=[np.zeros((3, 3))] * 2 + [np.eye(3)],
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="chain in this order"):
+        jf.systems.RigidBodyTree(
+            [-1, 0, 1], ["revolute"] * 3, np.eye(3), np.zeros((3, 3)),
+            friction_joints=[(0, 2, 1)], **tree,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="must sit at the first one's"):
+        jf.systems.RigidBodyTree(
+            [-1, 0, 1], ["revolute"] * 3, np.eye(3),
+            [(0, 0, 0), (0, 0, 0.1), (0, 0, 0)], friction_joints=[(0, 1, 2)], **tree,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="gimbal lock"):
+        jf.systems.RigidBodyTree(
+            [-1, 0, 1], ["revolute"] * 3, [(1, 0, 0), (0, 1, 0), (1, 0, 0)],
+            np.zeros((3, 3)), friction_joints=[(0, 1, 2)], **tree,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="one movable joint or three"):
+        jf.systems.RigidBodyTree(
+            [-1, 0, 1], ["revolute"] * 3, np.eye(3), np.zeros((3, 3)),
+            friction_joints=[(0, 1)], **tree,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="`ball_radius` must lie in"):
+        jf.SphericalLoad(ball_radius=0.0)
+    with pytest.raises(ValueError, match="mixes elements of different sizes"):
+        jf.JointFriction(0.4, 0.3, loads=(jf.SphericalLoad(), _load()))
+    # A ball element's load model must be a SphericalLoad, and vice versa.
+    law = jf.JointFriction(0.5, 0.3, loads=(jf.RevoluteLoad(),) * 3)
+    with pytest.raises(ValueError, match=r"`loads\[0\]` is a RevoluteLoad"):
+        jf.simulate(_ball(), law, q0=jnp.zeros(3), qd0=jnp.ones(3), t1=0.1)
+    # Scalar rows on a ball joint would be friction about the socket's axes.
+    with pytest.raises(ValueError, match=r"rows 0..2 of the system are one element"):
+        jf.simulate(_ball(), jf.Coulomb(fc=0.1), jnp.zeros(3), jnp.ones(3), 0.1)

@@ -726,20 +726,35 @@ def test_spherical_joint():
 
 
 def test_cylindrical_and_spherical_joints_are_checked():
-    # Off the common axis; a gimbal lock (90° about y); friction on a
-    # spherical joint.
+    # Off the common axis; a gimbal lock (90° about y).
     off_axis = _one_joint("CYLINDRICAL", _marker(20, 2, np.eye(3), (0.01, 0.0, 0.0)))
     assert "the same z axis" in _error(off_axis)
     locked = _one_joint("SPHERICAL", _marker(20, 2, _rotation(1, np.pi / 2)))
     assert "Constraint_Joint id=5" in _error(locked) and "90" in _error(locked)
+
+
+def test_spherical_joint_friction():
+    # Comment 13 on the spherical joint of `_one_joint`, both ways round: one
+    # ball element of the three gimbal joints, N = |reaction| + T_pre/(μ_s r_b)
+    # (at rest: the weight, 2 kg · 9.81 m/s²).
     friction = (
-        '<Force_JointFriction id="8" joint_id="5" mu_static="0.4" mu_dynamic="0.3"/>'
+        '<Force_JointFriction id="8" joint_id="5" mu_static="0.4" mu_dynamic="0.3" '
+        'ball_radius="0.02" torque_preload="0.1"/>'
     )
-    message = _error(
-        _one_joint("SPHERICAL", _marker(20, 2, np.eye(3)), friction=friction)
+    text = _one_joint("SPHERICAL", _marker(20, 2, np.eye(3)), friction=friction)
+    reverse = text.replace(
+        'i_marker_id="20" j_marker_id="10"', 'i_marker_id="10" j_marker_id="20"'
     )
-    assert "Force_JointFriction id=8" in message and "SPHERICAL" in message
-    assert "not supported yet" in message
+    for model in map(_load_quietly, (text, reverse)):
+        system, law = model.system, model.friction
+        assert system.friction_joints == (0, 1, 2) and system.ball_rows == (0,)
+        assert isinstance(law.loads[0], jf.SphericalLoad)
+        assert model.friction_ids == (8,)
+        q, zero = jnp.asarray(model.q0), jnp.zeros(3)
+        reactions = system.joint_reactions(q, zero, zero, zero, zero)
+        normal = 2.0 * 9.81 + 0.1 / (0.4 * 0.02)
+        np.testing.assert_allclose(law.at_reactions(reactions).fc, [0.3 * normal] * 3)
+        assert isinstance(model.lugre_friction.loads[0], jf.SphericalLoad)
 
 
 # Friction on the cylindrical joint of `_one_joint` (Comment 11), SI units: the

@@ -18,6 +18,7 @@ from ._joint import (
     JointFriction as JointFriction,
     JointLuGre as JointLuGre,
     RevoluteLoad as RevoluteLoad,
+    SphericalLoad as SphericalLoad,
     TranslationalLoad as TranslationalLoad,
 )
 from ._karnopp import Karnopp as Karnopp

@@ -40,6 +40,13 @@ def _safe_norm(x, y):
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, square, 1.0)), 0.0)
 
 
+def _vector_norm(v):
+    """``|v|`` along the last axis whose gradient is 0 (not NaN) at 0."""
+    square = jnp.sum(v * v, axis=-1)
+    positive = square > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, square, 1.0)), 0.0)
+
+
 def _input_bits(inputs: str) -> tuple[bool, bool, bool, bool]:
     """The four bits of MotionSolve's ``inputs`` (preload, reaction force,
     bending moment, torsional moment), as a string of four ``0``/``1``."""
@@ -59,12 +66,13 @@ class AbstractJointLoad(eqx.Module):
     or the kinetic coefficient.
     """
 
-    #: The joint type this model describes: ``"revolute"``, ``"prismatic"``
-    #: or ``"cylindrical"``.
+    #: The joint type this model describes: ``"revolute"``, ``"prismatic"``,
+    #: ``"cylindrical"`` or ``"spherical"``.
     kind: eqx.AbstractClassVar[str]
     #: The friction rows (tree joints, in order) of the element this model
     #: describes, by joint type: one for a revolute or prismatic joint; a
-    #: cylindrical joint's rotation and translation rows.
+    #: cylindrical joint's rotation and translation rows; a ball joint's three
+    #: rows of relative angular velocity.
     row_kinds: eqx.AbstractClassVar[tuple[str, ...]]
     #: Names of the contributions `contributions` returns, in order.
     contribution_names: eqx.AbstractClassVar[tuple[str, ...]]
@@ -354,16 +362,81 @@ class CylindricalLoad(AbstractJointLoad):
         return self.normal_loads(wrench, position, mu_static)[0]
 
 
+class SphericalLoad(AbstractJointLoad):
+    """Friction load of a spherical (ball) joint, MotionSolve Comment 13: the
+    ball slides in its socket at ``v = r_b ω_r``, ``ω_r`` its angular velocity
+    relative to the socket (three friction rows,
+    `jaxfric.systems.RigidBodyTree`'s ball elements), pressed by ``N = |F| +
+    N_pre``: the reaction force's magnitude and the preload's equivalent
+    normal force ``N_pre = T_pre/(μ_s r_b)`` (as in Comment 9). The friction
+    is one force ``F_f`` in the contact, torque ``r_b F_f`` on the ball:
+    exact Coulomb friction (`JointFriction`) holds while ``|F_f| <= μ_s N``
+    and slips with ``F_f = −μ_d N ω_r/|ω_r|``, a torque of norm ``μ_d N r_b``
+    against the relative rotation; `JointLuGre` gives each contribution a 3D
+    bristle on ``v`` (Comment 7).
+
+    Args:
+        ball_radius: ``r_b``, m, ``> 0`` (default 1.0, MotionSolve's default of
+            one length unit).
+        torque_preload: ``T_pre``, the static friction torque of the unloaded
+            joint, N·m, ``>= 0`` (default 0).
+        inputs: four bits ``"1111"`` (default): preload, reaction force; the
+            bending and torsional moments do not apply to a spherical joint
+            and are ignored, as in MotionSolve.
+    """
+
+    ball_radius: Float[Array, ""] = eqx.field(converter=as_float, default=1.0)
+    torque_preload: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    inputs: str = eqx.field(static=True, default="1111")
+
+    kind: ClassVar[str] = "spherical"
+    row_kinds: ClassVar[tuple[str, ...]] = ("spherical",) * 3
+    contribution_names: ClassVar[tuple[str, ...]] = ("reaction force", "preload")
+
+    def parameter_checks(self):
+        return (
+            InRange("ball_radius", self.ball_radius, lower=0.0, lower_open=True),
+            InRange("torque_preload", self.torque_preload, lower=0.0),
+        )
+
+    def normal_loads(self, wrench, position, mu_static):
+        """The two normal forces (N) and the arms of the three rows, ``r_b``
+        each. `wrench` is the ball's reaction."""
+        del position
+        preload, reaction, _, _ = _input_bits(self.inputs)
+        normal = jnp.stack(
+            [
+                _vector_norm(wrench[3:]) * reaction,
+                self.torque_preload / (mu_static * self.ball_radius) * preload,
+            ]
+        )
+        return normal, self.arms
+
+    @property
+    def arms(self) -> Float[Array, "3"]:
+        """The arms of the three rows, ``r_b``: the contact slips at ``r_b
+        ω_r``."""
+        return jnp.broadcast_to(self.ball_radius, (3,))
+
+    def contributions(self, wrench, position, mu_static) -> Float[Array, "2"]:
+        """The two normal forces (N): exact Coulomb friction at coefficient
+        ``μ`` is a contact force of norm ``μ·Σ N_k`` (`JointFriction`), its
+        torque ``r_b`` times it."""
+        return self.normal_loads(wrench, position, mu_static)[0]
+
+
 def _element_reactions(loads, reactions: JointReactions):
     """Per load model, the reaction wrench and the position it reads: its
-    row's, or for a `CylindricalLoad` the outer row's wrench and the
-    prismatic row's position. Checks one model per element, of its joint's
+    row's, for a `CylindricalLoad` the outer row's wrench and the
+    prismatic row's position, for a `SphericalLoad` the ball's reaction (on
+    each of its rows). Checks one model per element, of its joint's
     type, in the order of the friction rows."""
     expected = tuple(kind for load in loads for kind in load.row_kinds)
     if len(reactions.kinds) != len(expected):
         raise ValueError(
             f"the load models cover {len(expected)} friction rows (a "
-            "CylindricalLoad covers two: its revolute and prismatic joints) but "
+            "CylindricalLoad covers two: its revolute and prismatic joints; a "
+            "SphericalLoad three: its ball joint's) but "
             f"the system has {len(reactions.kinds)}: give one load model per "
             "element."
         )
@@ -416,7 +489,8 @@ def _check_loads(law, loads, max_iterations) -> None:
     ):
         raise ValueError(
             "`loads` must be a non-empty tuple of joint load models "
-            "(RevoluteLoad, TranslationalLoad, CylindricalLoad), one per element; "
+            "(RevoluteLoad, TranslationalLoad, CylindricalLoad, SphericalLoad), "
+            "one per element; "
             f"got {loads!r}."
         )
     for name in ("mu_static", "mu_dynamic"):
@@ -461,8 +535,12 @@ class JointFriction(AbstractFrictionLaw):
     lies in the disk ``|F| <= μ_s·Σ N_k`` while stuck and is ``μ_d·Σ N_k``
     along the contact slip ``(r_p ω, v_z)`` while slipping: at the reactions
     an `IsotropicCoulomb` with arms ``(r_p, 1)``, whose stop, breakaway and
-    slip direction from rest the switch path finds as for a contact. The
-    elements of one law are all cylindrical or none.
+    slip direction from rest the switch path finds as for a contact. A
+    spherical joint (`SphericalLoad`, Comment 13) is one element of three
+    rows, its contact force in the ball ``|F| <= μ_s·Σ N_k`` while stuck and
+    ``μ_d·Σ N_k`` against the slip ``r_b ω_r``: the `IsotropicCoulomb` of
+    three rows with arms ``r_b``. The elements of one law have one size: all
+    one-row (revolute, translational), all cylindrical or all spherical.
 
     Needs a system with `joint_reactions` (`jaxfric.systems.RigidBodyTree`).
 
@@ -471,8 +549,8 @@ class JointFriction(AbstractFrictionLaw):
         mu_dynamic: ``μ_d``, ``> 0`` and ``<= mu_static``, scalar or one per
             element.
         loads: one load model per friction element (`RevoluteLoad`,
-            `TranslationalLoad`, `CylindricalLoad`), matching the joint's
-            type.
+            `TranslationalLoad`, `CylindricalLoad`, `SphericalLoad`), matching
+            the joint's type.
         effect: ``"all"`` (default: static limit ``μ_s``, slip level ``μ_d``),
             ``"stiction"`` (``μ_s`` for both) or ``"sliding"`` (``μ_d`` for
             both), MotionSolve's ``effect``.
@@ -500,10 +578,10 @@ class JointFriction(AbstractFrictionLaw):
         rows = {len(load.row_kinds) for load in self.loads}
         if len(rows) > 1:
             raise ValueError(
-                "`loads` mixes CylindricalLoad (two friction rows sharing one "
-                "friction disk) with one-row load models; the exact switch path "
-                "takes elements of one size per law (all cylindrical or none): "
-                "use JointLuGre for the mix."
+                "`loads` mixes elements of different sizes (CylindricalLoad: two "
+                "friction rows sharing one friction disk, SphericalLoad: three, "
+                "the others one); the exact switch path takes elements of one "
+                "size per law: use JointLuGre for the mix."
             )
 
     def parameter_checks(self):
@@ -514,7 +592,8 @@ class JointFriction(AbstractFrictionLaw):
 
     @property
     def rows_per_element(self) -> int:
-        """1, or 2 for cylindrical joints (`CylindricalLoad`)."""
+        """1, or 2 for cylindrical joints (`CylindricalLoad`), 3 for
+        spherical ones (`SphericalLoad`)."""
         return len(self.loads[0].row_kinds)
 
     def coefficients(self) -> tuple[SlipVector, SlipVector]:
@@ -549,7 +628,8 @@ class JointFriction(AbstractFrictionLaw):
         """The Coulomb law at the reactions: slip level ``μ_d·Σ c_k``, static
         limit ``μ_s·Σ c_k`` (N·m or N); for cylindrical joints the
         `IsotropicCoulomb` of their contact force (N) with the arms ``(r_p,
-        1)`` of their rotation and translation rows."""
+        1)`` of their rotation and translation rows; for spherical joints the
+        same with the arms ``r_b`` of their three rows."""
         load = jnp.sum(self.contributions(reactions), 1)
         mu_s, mu_d = self.coefficients()
         if self.rows_per_element == 1:
@@ -587,10 +667,10 @@ class _LuGreAtLoads(AbstractDynamicLaw):
 
     Per element ``k``: ``normal[k]`` its contributions' normal forces and
     ``arms[k]`` (a scalar element: one arm per contribution, each sliding at
-    ``arm·s``; a cylindrical one: the arms of its two rows, every contribution
-    sliding at ``(r_p ω, v_z)``). The state is element-major: a scalar
-    element's one bristle per contribution, a cylindrical one's two
-    (rotation, translation) per contribution."""
+    ``arm·s``; a cylindrical or spherical one: the arms of its rows, every
+    contribution sliding at ``arms·s``, e.g. ``(r_p ω, v_z)``). The state is
+    element-major: a scalar element's one bristle per contribution, a
+    cylindrical or spherical one's one per row and contribution."""
 
     normal: tuple[Float[Array, " c"], ...]
     arms: tuple[Float[Array, " r"], ...]
@@ -621,7 +701,7 @@ class _LuGreAtLoads(AbstractDynamicLaw):
                 out.append((zdot, jnp.sum(arms * force)[None]))
             else:
                 v = arms * s[row : row + rows]
-                speed = _safe_norm(v[0], v[1])
+                speed = _vector_norm(v)
                 zdot, force = _contact_lugre(
                     self, k, normal[:, None], v[None, :], speed, z.reshape(-1, rows)
                 )
@@ -656,11 +736,15 @@ class JointLuGre(AbstractFrictionLaw):
     contributions, each a 2D bristle ``z_k`` on the contact slip ``v = (r_p
     ω, v_z)``: ``ż_k = v − σ0·|v|·z_k/g(|v|)``, ``F_k = N_k(σ0 z_k + σ1
     ż_k) + σ2 v``; its row forces are ``(r_p Σ F_k,rot, Σ F_k,z)``, so
-    turning and sliding share one friction limit. The normal
+    turning and sliding share one friction limit. A spherical element
+    (`SphericalLoad`, Comments 7 and 13) has two contributions, each a 3D
+    bristle on ``v = r_b ω_r``, its row forces the torque ``r_b Σ F_k``. The
+    normal
     forces come from the reactions, which depend on the accelerations and so
     on this friction: the dynamic-law path solves that coupling at every
     evaluation (the same Newton solve as `JointFriction`). The state is
-    element-major (four per scalar element, six per cylindrical one); it
+    element-major (four per scalar element, six per cylindrical or spherical
+    one); it
     starts relaxed (``z = 0``).
 
     Needs a system with `joint_reactions` (`jaxfric.systems.RigidBodyTree`).
@@ -714,7 +798,8 @@ class JointLuGre(AbstractFrictionLaw):
 
     def init_state(self, slip_velocity) -> Float[Array, " n"]:
         """Relaxed bristles, ``z = 0``: four per revolute or translational
-        element, six (two per contribution) per cylindrical one."""
+        element, six per cylindrical (two per contribution) or spherical
+        (three per contribution) one."""
         size = sum(
             len(load.contribution_names) * len(load.row_kinds) for load in self.loads
         )
@@ -749,5 +834,6 @@ __all__ = [
     "JointFriction",
     "JointLuGre",
     "RevoluteLoad",
+    "SphericalLoad",
     "TranslationalLoad",
 ]

@@ -106,13 +106,19 @@ def joint_friction(system: AbstractSystem, law) -> JointFriction:
         A `JointFriction`.
 
     Raises:
-        ValueError: a law without an equivalent, or a system that is not a
-            `RigidBodyTree`.
+        ValueError: a law without an equivalent, a system that is not a
+            `RigidBodyTree`, or one with ball-joint friction elements.
     """
     if not isinstance(system, RigidBodyTree):
         raise ValueError(
             f"`system` must be a RigidBodyTree (from load_urdf or load_mjcf); "
             f"got {type(system).__name__}."
+        )
+    if system.ball_rows:
+        raise ValueError(
+            "`system` has ball-joint friction elements (`friction_joints` entries "
+            "of three joints): MuJoCo's `frictionloss` acts on each joint "
+            "separately and has no equivalent of one friction torque on a ball."
         )
     n, joints = system.n_dof, list(system.friction_joints)
     fc, fv, notes = _levels(law, len(joints))

@@ -76,9 +76,7 @@ child-side marker relative to the parent-side one (``q0``: the file's). Like
 every such gimbal it is singular where the middle angle is ±90° (the first
 and last axes line up): a file at less than 1e-3 of that (cosine) is refused,
 and a simulation that turns the body that far about the parent-side ``y``
-axis stops there (non-finite accelerations). Friction on a spherical joint
-(MotionSolve Comment 13: friction in three directions at once) is not
-supported yet and refused by name.
+axis stops there (non-finite accelerations).
 
 Joint friction. ``Force_JointFriction`` elements (one per joint at most)
 become `jaxfric.JointFriction` and `jaxfric.JointLuGre` with the load model of
@@ -98,8 +96,13 @@ type is named in the warning. On a cylindrical joint (Comment 11: turning and
 sliding share one friction force in the plane of the contact) the element is
 one `jaxfric.CylindricalLoad` (``pin_radius``, ``initial_overlap``,
 ``overlap_delta``, ``force_preload``, ``inputs``) on two friction joints,
-``"<id>.rotation"`` then ``"<id>.translation"``. The exact law takes
-elements of one size (all cylindrical or none): a file with both has
+``"<id>.rotation"`` then ``"<id>.translation"``. On a spherical joint
+(Comment 13: the ball slides in its socket at ``r_b ω_r``, pressed by the
+reaction force plus the preload) the element is one `jaxfric.SphericalLoad`
+(``ball_radius``, ``torque_preload``, ``inputs``) on the ball element
+``("<id>.x", "<id>.y", "<id>.z")`` of the system's ``friction_joints``: three
+rows, the relative angular velocity. The exact law takes elements of one
+size (all cylindrical, all spherical, or all of one row): a file with a mix has
 `MotionSolveModel.friction` `None` and its elements in
 `MotionSolveModel.lugre_friction` only. ``torque_preload``, in
 MotionSolve's syntax for the cylindrical joint but not in Comment 11, is
@@ -115,7 +118,7 @@ law. The LuGre attributes (``max_stiction_deform``, ``bristle_stiffness``,
 ``effect`` folded into its coefficients as above).
 
 Refused with a `ValueError` naming the element: other joint types
-(``PLANAR``, ...: "not supported yet"), friction on spherical joints,
+(``PLANAR``, ...: "not supported yet"),
 marker positions relative to another marker (``rm_id``, ``rm``), Euler-angle
 orientations (``psi``, ``theta``, ``phi``), markers on flexible or point
 bodies, ``mass_mult_factor``, closed loops and floating bodies, several
@@ -145,6 +148,7 @@ from ..friction import (
     JointFriction,
     JointLuGre,
     RevoluteLoad,
+    SphericalLoad,
     TranslationalLoad,
 )
 from ..systems.rigid import RigidBodyTree
@@ -260,6 +264,7 @@ _FRICTION_ATTRIBUTES = {
         "initial_overlap",
         "overlap_delta",
     ),
+    "SPHERICAL": ("torque_preload", "ball_radius"),
 }
 _LOAD_ATTRIBUTES = tuple(
     dict.fromkeys(name for names in _FRICTION_ATTRIBUTES.values() for name in names)
@@ -341,6 +346,7 @@ _LOAD_KIND = {
     "CYLINDRICAL": "CYLINDRICAL",
     "UNIVERSAL": "REVOLUTE",
     "HOOKE": "REVOLUTE",
+    "SPHERICAL": "SPHERICAL",
 }
 # Joint markers must satisfy the joint to these tolerances (the file's numbers
 # are printed to about 6 significant digits).
@@ -365,10 +371,11 @@ class MotionSolveModel(NamedTuple):
         friction: the `JointFriction` of the ``Force_JointFriction`` elements,
             one per element in file order (the system's ``friction_joints``: one
             tree joint per element, two for a cylindrical joint, its
-            ``"<id>.rotation"`` then ``"<id>.translation"``); `None` without
-            any (and then no friction joints), and where cylindrical joints
-            and others both have elements (one exact law takes elements of
-            one size: `lugre_friction` takes the mix).
+            ``"<id>.rotation"`` then ``"<id>.translation"``, a ball element of
+            three for a spherical one); `None` without any (and then no
+            friction joints), and where elements of different sizes mix (one
+            exact law takes elements of one size: `lugre_friction` takes the
+            mix).
         lugre_friction: the same elements as MotionSolve's LuGre law
             (`JointLuGre`, Comments 3, 7 and 11) with their bristle parameters
             and each element's ``effect`` folded into its coefficients
@@ -1035,13 +1042,7 @@ def _friction(
         if joint_kind not in _LOAD_KIND:
             raise ValueError(
                 f"{r.where}: Constraint_Joint id={jid} is a {joint_kind} joint; "
-                f"joint friction is read on {', '.join(_LOAD_KIND)} joints"
-                + (
-                    " (spherical joint friction, MotionSolve Comment 13, is not "
-                    "supported yet)."
-                    if joint_kind == "SPHERICAL"
-                    else "."
-                )
+                f"joint friction is read on {', '.join(_LOAD_KIND)} joints."
             )
         kind = _LOAD_KIND[joint_kind]
         if jid in rubbed:
@@ -1079,13 +1080,15 @@ def _friction(
             if r.has("yoke_choice"):
                 ignored.append(f"{r.tag}.yoke_choice (not for a {joint_kind} joint)")
             # A cylindrical joint rubs on two friction rows, rotation first
-            # (`CylindricalLoad`).
+            # (`CylindricalLoad`); a spherical one is one ball element of its
+            # three joints (`SphericalLoad`).
             names = joint_names[jid]
-            joints.extend(
-                (names["rotation"], names["translation"])
-                if kind == "CYLINDRICAL"
-                else (names,)
-            )
+            if kind == "CYLINDRICAL":
+                joints.extend((names["rotation"], names["translation"]))
+            elif kind == "SPHERICAL":
+                joints.append((names["x"], names["y"], names["z"]))
+            else:
+                joints.append(names)
         rubbed.add(jid)
         if kind == "REVOLUTE":
             load = RevoluteLoad(
@@ -1095,6 +1098,15 @@ def _friction(
                 bending_reaction_arm=r.number(
                     "bending_reaction_arm", 1.0, lower=0.0, lower_open=True
                 )
+                * length,
+                torque_preload=r.number("torque_preload", 0.0, lower=0.0)
+                * force
+                * length,
+                inputs=inputs,
+            )
+        elif kind == "SPHERICAL":
+            load = SphericalLoad(
+                ball_radius=r.number("ball_radius", 1.0, lower=0.0, lower_open=True)
                 * length,
                 torque_preload=r.number("torque_preload", 0.0, lower=0.0)
                 * force
@@ -1165,7 +1177,7 @@ def _friction(
     ]
     folded = [s for s, _ in pairs], [d for _, d in pairs]
     law = None
-    if len({isinstance(load, CylindricalLoad) for load in loads}) == 1:
+    if len({len(load.row_kinds) for load in loads}) == 1:
         # One element size per exact law (`JointFriction`); the file's
         # coefficients and shared effect where there is one.
         coefficients = (mu_s, mu_d) if len(set(effects)) == 1 else folded

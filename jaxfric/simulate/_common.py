@@ -72,6 +72,25 @@ def check_law_size(friction: AbstractFrictionLaw, m: int) -> None:
             )
 
 
+def check_law_elements(friction: AbstractFrictionLaw, system) -> None:
+    """A load-independent law on a system's vector elements
+    (`AbstractSystem.vector_elements`, e.g. a ball joint's three rows) must
+    have elements of their size starting at their rows: scalar rows on a ball
+    joint would be friction about three axes of the socket's frame, not one
+    torque against the rotation. (Load models check their own rows.)"""
+    size = friction.rows_per_element
+    for start, rows in system.vector_elements:
+        if not friction.load_dependent and (size != rows or start % size):
+            raise ValueError(
+                f"friction rows {start}..{start + rows - 1} of the system are one "
+                f"element of {rows} rows (a ball joint's relative angular "
+                f"velocity), but the law `{type(friction).__name__}` has elements "
+                f"of {size} row(s) (from row 0): use a law with {rows}-row "
+                f"elements that start there, e.g. IsotropicCoulomb(dims={rows}), "
+                "or JointFriction with SphericalLoad."
+            )
+
+
 def save_times(t0, t1, ts, num_save: int):
     """The saved times: `ts` if given (checked), else `num_save` uniform points."""
     if ts is None:

@@ -19,6 +19,7 @@ from ._common import (
     check_force_start,
     check_interval,
     check_jump_times,
+    check_law_elements,
     check_law_size,
     check_system,
     finish,
@@ -118,6 +119,7 @@ def simulate(
         )
     check_interval(t0, t1)
     check_law_size(friction, system.n_friction)
+    check_law_elements(friction, system)
     keywords = dict(solver=solver, rtol=rtol, atol=atol, dt0=dt0, dtmax=dtmax)
     keywords.update(jump_ts=jump_ts, max_steps=max_steps, max_events=max_events)
     keywords.update(friction_state0=friction_state0, adjoint=adjoint)

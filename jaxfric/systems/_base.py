@@ -58,9 +58,11 @@ class JointReactions(NamedTuple):
     # The joint coordinate of each element, rad or m (a sliding joint's overlap
     # changes with it).
     position: SlipVector
-    # ``"revolute"`` or ``"prismatic"`` per element (static): per friction row,
-    # so a cylindrical joint's element (`jaxfric.friction.CylindricalLoad`)
-    # is its two rows, revolute then prismatic.
+    # ``"revolute"``, ``"prismatic"`` or ``"spherical"`` per friction row
+    # (static): a cylindrical joint's element (`jaxfric.friction.CylindricalLoad`)
+    # is its two rows, revolute then prismatic; a ball joint's
+    # (`jaxfric.friction.SphericalLoad`) three ``"spherical"`` rows, each with
+    # the ball's reaction.
     kinds: tuple[str, ...]
     # Per friction row, the row whose joint is its joint's parent in the tree,
     # -1 where that joint has no friction row (static): which of a cylindrical
@@ -148,6 +150,15 @@ class AbstractSystem(eqx.Module):
     #: chain's closure solve) compiles and runs faster in diffrax's stage loop,
     #: which traces the vector field once instead of once per stage.
     unrolled_stages: ClassVar[bool] = True
+
+    @property
+    def vector_elements(self) -> tuple[tuple[int, int], ...]:
+        """``(first row, rows)`` of the friction elements whose rows belong
+        together, e.g. a ball joint's relative angular velocity (its friction
+        is one torque, isotropic): a load-independent law on them must have
+        elements of that many rows (`jaxfric.friction.IsotropicCoulomb` with
+        `dims` 3), checked by `jaxfric.simulate`. Default: none."""
+        return ()
 
     def near(self, q: Coordinates) -> "AbstractSystem":
         """The same system with its internal solves started near ``q`` (a

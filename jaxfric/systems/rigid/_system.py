@@ -50,6 +50,77 @@ def joint_indices(name: str, joints, joint_names: tuple[str, ...]) -> tuple:
     return tuple(out)
 
 
+def _friction_elements(
+    friction_joints, model: TreeModel
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(rows, ball_rows)``: the movable joint of every friction row, and the
+    first row of every ball-joint element (a `friction_joints` entry that is
+    three joints), checked: a ball element is three revolute joints in chain
+    order (each the next one's parent) meeting at one point, their axes
+    independent at ``q = 0``."""
+    n = model.n_bodies
+    if friction_joints is None:
+        return tuple(range(n)), ()
+    entries = [
+        tuple(e) if isinstance(e, (tuple, list)) else (e,) for e in friction_joints
+    ]
+    for e in entries:
+        if len(e) not in (1, 3):
+            raise ValueError(
+                "`friction_joints`: each entry is one movable joint or three "
+                f"revolute joints forming a ball joint; got {e!r}."
+            )
+    rows = joint_indices(
+        "friction_joints", [j for e in entries for j in e], model.joint_names
+    )
+    ball_rows, row = [], 0
+    for e in entries:
+        if len(e) == 3:
+            _check_ball(model, rows[row : row + 3])
+            ball_rows.append(row)
+        row += len(e)
+    return rows, tuple(ball_rows)
+
+
+def _check_ball(model: TreeModel, joints: tuple[int, ...]) -> None:
+    names = [model.joint_names[j] for j in joints]
+    where = f"`friction_joints` ball element {tuple(names)}"
+    if any(model.joint_types[j] == "prismatic" for j in joints):
+        raise ValueError(f"{where}: a ball joint's three joints must be revolute.")
+    if model.parents[joints[1]] != joints[0] or model.parents[joints[2]] != joints[1]:
+        raise ValueError(
+            f"{where}: the three joints must form a chain in this order, each the "
+            "next one's parent."
+        )
+    offsets = np.asarray(model.origin_translation)[list(joints[1:])]
+    if is_concrete(offsets) and np.max(np.abs(offsets)) > 1e-12:
+        raise ValueError(
+            f"{where}: the second and third joints must sit at the first one's "
+            f"origin (a ball joint turns about one point); their origins are "
+            f"{offsets.tolist()} m from their parents'."
+        )
+    if is_concrete(model.origin_rotation):
+        axes = _ball_axes(model, jnp.zeros(model.n_bodies), joints)
+        if abs(float(jnp.linalg.det(axes))) < 1e-9:
+            raise ValueError(
+                f"{where}: the three axes are not independent at q = 0 (a gimbal "
+                "lock): they cannot turn the ball about every axis."
+            )
+
+
+def _ball_axes(model: TreeModel, q: Vector, joints) -> Float[Array, "3 3"]:
+    """The world axes of a ball element's three joints as columns, in the frame
+    of the first joint's parent body (the socket): ``ω_r = E q̇`` is the
+    ball's angular velocity relative to the socket, rad/s."""
+    rot, _ = _kinematics.joint_poses(model, q)
+    frame = jnp.eye(3, dtype=rot.dtype)
+    columns = []
+    for j in joints:
+        frame = frame @ rot[j]
+        columns.append(frame @ jnp.asarray(model.axes[j], dtype=rot.dtype))
+    return jnp.stack(columns, axis=1)
+
+
 def _check_positive_definite(model: TreeModel, armature) -> None:
     """A movable joint whose subtree has no inertia along its axis (and no
     armature) makes ``M`` singular; name it at construction."""
@@ -84,23 +155,30 @@ def friction_joint_reactions(
     """The rows of `wrenches` (`joint_wrenches` of every joint of `tree`, body
     frames) at the joints with friction elements, in each joint's friction
     frame (``z`` along its axis), with the joint coordinates `q` of the tree."""
-    rows = jnp.asarray(tree.friction_joints, int)
-    frames = np.stack([axis_frame(tree.model.axes[j]) for j in tree.friction_joints])
+    joints = list(tree.friction_joints)
+    types = tree.model.joint_types
+    kinds = ["prismatic" if types[j] == "prismatic" else "revolute" for j in joints]
+    # A ball element's three rows carry its ball's reaction (the third joint's,
+    # in that joint's frame: the load model reads only its magnitude).
+    wrench_joints = list(joints)
+    for row in tree.ball_rows:
+        wrench_joints[row : row + 3] = [joints[row + 2]] * 3
+        kinds[row : row + 3] = ["spherical"] * 3
+    rows = jnp.asarray(wrench_joints, int)
+    frames = np.stack([axis_frame(tree.model.axes[j]) for j in wrench_joints])
     frames = jnp.asarray(frames, dtype=wrenches.dtype)
     moment = jnp.einsum("kij,kj->ki", frames, wrenches[rows, :3])
     force = jnp.einsum("kij,kj->ki", frames, wrenches[rows, 3:])
-    types = tree.model.joint_types
-    kinds = tuple(
-        "prismatic" if types[j] == "prismatic" else "revolute"
-        for j in tree.friction_joints
-    )
     joints = tree.friction_joints
     parent_rows = tuple(
         joints.index(tree.model.parents[j]) if tree.model.parents[j] in joints else -1
         for j in joints
     )
     return JointReactions(
-        jnp.concatenate([moment, force], 1), q[rows], kinds, parent_rows
+        jnp.concatenate([moment, force], 1),
+        q[jnp.asarray(joints, int)],
+        tuple(kinds),
+        parent_rows,
     )
 
 
@@ -134,10 +212,13 @@ class RigidBodyTree(AbstractSystem):
     ``M(q) q̈ = τ − C(q, q̇) q̇ − g(q) − D q̇ − Jᵀ f``, with ``M`` from the
     composite rigid body algorithm plus the rotor inertias (armature) on the
     diagonal, ``C q̇ + g`` from recursive Newton–Euler (Featherstone 2008,
-    Tables 5.1 and 6.2), ``D = diag(damping)`` and one friction element per joint
-    in `friction_joints`: the friction Jacobian is the matching rows of the
-    identity, so slip velocities are joint velocities and ``f`` are joint
-    friction torques/forces (Farhat et al. 2010, Eq. 1).
+    Tables 5.1 and 6.2), ``D = diag(damping)`` and the friction elements of
+    `friction_joints` (Farhat et al. 2010, Eq. 1): on one joint, a row of the
+    identity (its slip velocity is the joint velocity, ``f`` the joint's
+    friction torque or force); on a ball joint, three rows ``ω_r = E(q) q̇``,
+    the ball's angular velocity relative to the socket in the socket's frame
+    (rad/s; ``f`` the friction torque on the ball, N·m, MotionSolve
+    Comment 13), ``J̇q̇`` by differentiating ``E(q) q̇`` along the motion.
 
     Entry ``k`` of every per-joint argument describes joint ``k`` and its child
     link ``k``; joints are in topological order. Fixed joints are merged into the
@@ -163,8 +244,12 @@ class RigidBodyTree(AbstractSystem):
             one per movable joint.
         armature: rotor inertia added to ``M``'s diagonal, ``>= 0``; scalar or one
             per movable joint.
-        friction_joints: movable joints (indices into ``q`` or names) that carry
-            a friction element, in the order of the law's entries; default all.
+        friction_joints: the friction elements, in the order of the law's
+            entries; default one on every movable joint. Each entry is a
+            movable joint (an index into ``q`` or a name), or three revolute
+            joints in chain order meeting at one point with independent axes
+            (a ball joint, e.g. `jaxfric.io.load_motionsolve`'s ``SPHERICAL``):
+            one element of three rows.
         joint_names, link_names: names per joint / child link.
         base_name: name of the base link.
     """
@@ -172,7 +257,11 @@ class RigidBodyTree(AbstractSystem):
     model: TreeModel
     damping: Float[Array, " dof"]
     armature: Float[Array, " dof"]
+    #: The movable joint of every friction row (a ball element's three joints,
+    #: in chain order).
     friction_joints: tuple[int, ...] = eqx.field(static=True)
+    #: The first row of every ball-joint element (three rows each).
+    ball_rows: tuple[int, ...] = eqx.field(static=True, default=())
 
     def __init__(
         self,
@@ -188,7 +277,7 @@ class RigidBodyTree(AbstractSystem):
         gravity=(0.0, 0.0, -9.81),
         damping=0.0,
         armature=0.0,
-        friction_joints: Sequence[int | str] | None = None,
+        friction_joints: Sequence[int | str | Sequence[int | str]] | None = None,
         joint_names: Sequence[str] | None = None,
         link_names: Sequence[str] | None = None,
         base_name: str = "base",
@@ -211,10 +300,8 @@ class RigidBodyTree(AbstractSystem):
         self.model = model
         self.damping = _per_joint("damping", damping, n)
         self.armature = _per_joint("armature", armature, n)
-        self.friction_joints = (
-            tuple(range(n))
-            if friction_joints is None
-            else joint_indices("friction_joints", friction_joints, model.joint_names)
+        self.friction_joints, self.ball_rows = _friction_elements(
+            friction_joints, model
         )
         _check_positive_definite(model, self.armature)
 
@@ -259,14 +346,27 @@ class RigidBodyTree(AbstractSystem):
             self.friction_jacobian_dot_qd(q, qd),
         )
 
+    @property
+    def vector_elements(self) -> tuple[tuple[int, int], ...]:
+        """``(first row, rows)`` of every ball-joint element: three rows whose
+        friction is one torque (see `AbstractSystem.vector_elements`)."""
+        return tuple((row, 3) for row in self.ball_rows)
+
     def friction_jacobian(self, q: Vector) -> Jacobian:
         self.check_vectors(q=q)
-        rows = np.eye(self.n_dof)[list(self.friction_joints)]
-        return jnp.asarray(rows, dtype=q.dtype)
+        rows = jnp.asarray(np.eye(self.n_dof)[list(self.friction_joints)], q.dtype)
+        for row in self.ball_rows:
+            joints = self.friction_joints[row : row + 3]
+            block = _ball_axes(self.model, q, joints)
+            rows = rows.at[row : row + 3].set(0.0)
+            rows = rows.at[row : row + 3, jnp.asarray(joints)].set(block)
+        return rows
 
     def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
         self.check_vectors(q=q, qd=qd)
-        return jnp.zeros((self.n_friction,), dtype=q.dtype)
+        if not self.ball_rows:
+            return jnp.zeros((self.n_friction,), dtype=q.dtype)
+        return jax.jvp(lambda q: self.friction_jacobian(q) @ qd, (q,), (qd,))[1]
 
     def inverse_dynamics(self, q: Vector, qd: Vector, qdd: Vector) -> Vector:
         """Joint forces producing ``q̈`` without friction:
