@@ -944,6 +944,9 @@ def test_ball_joint_checks():
     law = jf.JointFriction(0.5, 0.3, loads=(jf.RevoluteLoad(),) * 3)
     with pytest.raises(ValueError, match=r"`loads\[0\]` is a RevoluteLoad"):
         jf.simulate(_ball(), law, q0=jnp.zeros(3), qd0=jnp.ones(3), t1=0.1)
+    with pytest.raises(ValueError, match="closed chain's friction rows"):
+        tip = _ball().model.link_names[-1]
+        jf.systems.ClosedChain(_ball(), [jf.systems.LoopJoint("ball", tip, "base")])
     # Scalar rows on a ball joint would be friction about the socket's axes.
     with pytest.raises(ValueError, match=r"rows 0..2 of the system are one element"):
         jf.simulate(_ball(), jf.Coulomb(fc=0.1), jnp.zeros(3), jnp.ones(3), 0.1)

@@ -199,10 +199,12 @@ def _kind_of(annotation):
         item = args[0]
         if item in (str, int):  # static structure: names, parent indices
             return ("tuple", item)
-        if typing.get_origin(item) in (typing.Union, types.UnionType) and set(
-            typing.get_args(item)
-        ) == {int, str}:  # joints by index or name
-            return ("tuple", (int, str))
+        if typing.get_origin(item) in (typing.Union, types.UnionType):
+            members = set(typing.get_args(item))
+            if members == {int, str}:  # joints by index or name
+                return ("tuple", (int, str))
+            if {int, str} < members:  # friction elements: joints or ball joints
+                return ("tuple", "elements")
         if _is_concrete_class(item, eqx.Module) and _params(item) is not None:
             # Parts of a module (a closed chain's loop joints): an array of
             # tables, `[[system.loops]]`.
@@ -318,6 +320,18 @@ def _convert(value, kind, where: str):
         expected = "an array [lower, upper] of two numbers"
     elif kind == "solver":
         return _solver(value, where)
+    elif kind == ("tuple", "elements"):
+        joint = (int, str)
+        if isinstance(value, list) and all(
+            (isinstance(v, joint) or (isinstance(v, list) and len(v) == 3 and all(
+                isinstance(j, joint) and not isinstance(j, bool) for j in v
+            ))) and not isinstance(v, bool)
+            for v in value
+        ):  # fmt: skip
+            return tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        expected = (
+            "an array of joints (integers or strings) or ball joints (arrays of three)"
+        )
     elif isinstance(kind, tuple) and kind[0] == "tuple":
         item = kind[1]
         if isinstance(value, list) and all(

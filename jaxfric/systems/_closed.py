@@ -172,9 +172,7 @@ class ClosedChain(AbstractSystem):
     Applied forces are generalised forces along ``z``: for actuators on the
     independent joints (the usual choice) they are the actuator forces. Friction
     elements sit on tree joints (`RigidBodyTree.friction_joints`), active or
-    passive, or on a ball joint's three tree joints; their slip velocities are
-    ``s = J_t R ż`` with ``J_t`` the tree's friction Jacobian (rows of the
-    identity: the joints' velocities; a ball joint's relative angular velocity).
+    passive; their slip velocities are those joints' velocities, ``s = E_f R ż``.
 
     The dependent coordinates are solved at every evaluation by continuation
     from the assembly configuration `q_guess` (one Gauss–Newton solve near it;
@@ -242,6 +240,12 @@ class ClosedChain(AbstractSystem):
         loops = tuple(loops)
         if not loops or not all(isinstance(lp, LoopJoint) for lp in loops):
             raise ValueError("`loops` must be a non-empty sequence of LoopJoint.")
+        if tree.ball_rows:
+            raise ValueError(
+                "`tree` has ball-joint friction elements (`friction_joints` entries "
+                "of three joints): a closed chain's friction rows are single tree "
+                "joints for now."
+            )
         check_range("tol", tol, lower=0.0, lower_open=True)
         if int(max_iterations) < 1:
             raise ValueError(f"`max_iterations` must be >= 1; got {max_iterations}.")
@@ -515,11 +519,6 @@ class ClosedChain(AbstractSystem):
             return self._full(z, jnp.zeros(0, dtype=z.dtype))
         return self._full(z, _dependent_coordinates(self, z))
 
-    @property
-    def vector_elements(self) -> tuple[tuple[int, int], ...]:
-        """The tree's (`RigidBodyTree.vector_elements`)."""
-        return self.tree.vector_elements
-
     @eqx.filter_jit
     def near(self, q: Vector) -> "ClosedChain":
         """The chain with `q_guess` moved to its assembled configuration at
@@ -630,17 +629,12 @@ class ClosedChain(AbstractSystem):
         return _all_terms(self, q, qd).bias
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
-        """``J_t R``: the tree's friction Jacobian ``J_t`` (rows of the
-        identity, a ball joint's ``E(q)``) times the velocity map."""
+        """``E_f R``: the friction joints' rows of the velocity map."""
         self.check_vectors(q=q)
-        rows = _position_terms(self, q)[0]
-        if not self.tree.ball_rows:
-            return rows[jnp.asarray(self.tree.friction_joints, int)]
-        return self.tree.friction_jacobian(self.assemble(q)) @ rows
+        return _position_terms(self, q)[0][jnp.asarray(self.tree.friction_joints, int)]
 
     def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
-        """``d(J_t R)/dt ż = J_t c + J̇_t q̇`` (``J̇_t = 0`` without ball
-        joints)."""
+        """``d(E_f R)/dt ż = E_f c``."""
         self.check_vectors(q=q, qd=qd)
         return _all_terms(self, q, qd).jdot_qd
 
@@ -734,10 +728,7 @@ class ClosedChain(AbstractSystem):
         qdd_tree = rows @ qdd + c
         lhs = self.tree.inverse_dynamics(q_tree, qd_tree, qdd_tree)
         lhs = lhs.at[jnp.asarray(self.independent, int)].add(-applied)
-        if self.tree.ball_rows:
-            lhs = lhs + self.tree.friction_jacobian(q_tree).T @ friction
-        else:
-            lhs = lhs.at[jnp.asarray(self.tree.friction_joints, int)].add(friction)
+        lhs = lhs.at[jnp.asarray(self.tree.friction_joints, int)].add(friction)
         lam = min_norm_solve(jac.T, lhs)
         external = self._loop_wrenches(q_tree, lam)
         wrenches = _dynamics.joint_wrenches(
@@ -815,18 +806,12 @@ def _all_terms(chain: ClosedChain, z, zd) -> Dynamics:
     q, qd, rows, c, _ = state
     tree = chain.tree
     mass = tree.mass_matrix(q)
-    if tree.ball_rows:
-        jac_tree = tree.friction_jacobian(q)
-        jac, jdot_qd = jac_tree @ rows, jac_tree @ c
-        jdot_qd = jdot_qd + tree.friction_jacobian_dot_qd(q, qd)
-    else:
-        joints = jnp.asarray(tree.friction_joints, int)
-        jac, jdot_qd = rows[joints], c[joints]
+    joints = jnp.asarray(tree.friction_joints, int)
     return Dynamics(
         rows.T @ mass @ rows,
         rows.T @ (mass @ c + tree.bias_force(q, qd)),
-        jac,
-        jdot_qd,
+        rows[joints],
+        c[joints],
         shared=state,
     )
 
