@@ -141,7 +141,7 @@ def mujoco_spin(ball, spin, kd, ts, timestep):
     return out, time.perf_counter() - start
 
 
-def spin_case(settings, out):
+def spin_case(settings):
     ball, spin, lugre_s = settings["ball"], settings["spin"], settings["lugre"]
     system = ball_tree(ball["mass"], np.zeros(3), ball["inertia"] * np.eye(3))
     load = jf.SphericalLoad(
@@ -279,7 +279,7 @@ def pendulum_case(settings):
 def main() -> bool:
     settings = load_settings(NAME)
     out = results_dir(NAME)
-    rows, claims, curves = spin_case(settings, out)
+    rows, claims, curves = spin_case(settings)
     sol, more = pendulum_case(settings)
     claims += more
     write_json(dict(spin=rows, claims=claims), out / "summary.json")

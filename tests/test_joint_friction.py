@@ -23,6 +23,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq, fsolve
 
 import jaxfric as jf
+from jaxfric.simulate._common import check_law_size
 
 M, L, G, INERTIA = 1.0, 0.1, 9.81, 1e-3
 RP, RN, RB, T_PRE = 0.005, 0.007, 0.005, 0.002
@@ -944,6 +945,16 @@ def test_ball_joint_checks():
     law = jf.JointFriction(0.5, 0.3, loads=(jf.RevoluteLoad(),) * 3)
     with pytest.raises(ValueError, match=r"`loads\[0\]` is a RevoluteLoad"):
         jf.simulate(_ball(), law, q0=jnp.zeros(3), qd0=jnp.ones(3), t1=0.1)
+    with pytest.raises(ValueError, match="gimbal links .* must be massless"):
+        jf.systems.RigidBodyTree(
+            [-1, 0, 1], ["revolute"] * 3, np.eye(3), np.zeros((3, 3)),
+            friction_joints=[(0, 1, 2)], **{**tree, "mass": [0.1, 0.0, 1.0]},
+        )  # fmt: skip
+    # Per-element coefficients: one per load model (a ball's three rows).
+    two = jf.JointFriction([0.5, 0.6], 0.4, loads=(jf.SphericalLoad(),) * 2)
+    check_law_size(two, 6)
+    with pytest.raises(ValueError, match=r"must be a scalar or have shape \(6,\)"):
+        check_law_size(jf.Coulomb(fc=jnp.ones(4)), 6)
     with pytest.raises(ValueError, match="closed chain's friction rows"):
         tip = _ball().model.link_names[-1]
         jf.systems.ClosedChain(_ball(), [jf.systems.LoopJoint("ball", tip, "base")])

@@ -1,6 +1,6 @@
 """Joint friction that grows with the joint's reaction loads: the load models
 of MotionSolve's ``Force_JointFriction`` per joint type (Altair MotionSolve
-Reference, Force_JointFriction, Comments 9–10) on exact Coulomb friction.
+Reference, Force_JointFriction, Comments 9–13) on exact Coulomb friction.
 
 A revolute pin rubs harder when the link pulls on it: the friction torque is a
 friction coefficient times a load level made of the joint's reaction force and
@@ -35,9 +35,7 @@ _EFFECTS = ("all", "stiction", "sliding")
 
 def _safe_norm(x, y):
     """``√(x² + y²)`` whose gradient is 0 (not NaN) where both are 0."""
-    square = x * x + y * y
-    positive = square > 0
-    return jnp.where(positive, jnp.sqrt(jnp.where(positive, square, 1.0)), 0.0)
+    return _vector_norm(jnp.stack([x, y], axis=-1))
 
 
 def _vector_norm(v):
@@ -96,7 +94,8 @@ class AbstractJointLoad(eqx.Module):
         and the arms (m for a revolute joint: its friction force times the
         arm is a torque; 1 for a prismatic one), MotionSolve Comments 9–11:
         one arm per contribution for a revolute or prismatic joint, one per
-        friction row for a cylindrical one (`CylindricalLoad`).
+        friction row for a cylindrical or spherical one (`CylindricalLoad`,
+        `SphericalLoad`).
 
         Args:
             wrench: the joint's reaction, moment (N·m) then force (N), in its
@@ -514,7 +513,7 @@ def _coefficient_checks(law) -> tuple:
 
 class JointFriction(AbstractFrictionLaw):
     """Exact Coulomb joint friction whose levels grow with the joints' reaction
-    loads (MotionSolve ``Force_JointFriction`` load models, Comments 9–11, on
+    loads (MotionSolve ``Force_JointFriction`` load models, Comments 9–13, on
     the set-valued Coulomb law of Farhat et al. 2010, Eq. 4–5).
 
     Element ``k`` sits on a joint with the load model ``loads[k]``; with
@@ -612,7 +611,7 @@ class JointFriction(AbstractFrictionLaw):
         reaction loads (`jaxfric.systems.AbstractSystem.joint_reactions`;
         `AbstractJointLoad.contributions`), N·m or N per unit coefficient:
         ``μ·c`` is each one's share of the friction torque or force (of a
-        cylindrical joint: of its contact force, N)."""
+        cylindrical or spherical joint: of its contact force, N)."""
         mu_s, _ = self.coefficients()
         pairs = _element_reactions(self.loads, reactions)
         return jnp.stack(

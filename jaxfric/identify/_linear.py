@@ -179,6 +179,15 @@ def linear_least_squares(
     if system is not None:
         if stiffness:
             raise ValueError("`stiffness` is part of a known `system`; drop one.")
+        jac = np.asarray(system.friction_jacobian(jnp.asarray(q[0])))
+        if jac.shape != (system.n_dof,) * 2 or not np.array_equal(
+            jac, np.eye(system.n_dof)
+        ):
+            raise ValueError(
+                "`system` must have friction on each coordinate (J = I: one "
+                "friction element per joint, no ball joints); its friction "
+                f"Jacobian has shape {jac.shape} and is not the identity."
+            )
         rigid = jax.vmap(
             lambda qi, qdi, qddi: (
                 system.mass_matrix(qi) @ qddi + system.bias_force(qi, qdi)

@@ -154,7 +154,8 @@ class SimulationConfig(NamedTuple):
 class _Param(NamedTuple):
     name: str
     kind: Any  # "number", "array", "int", "bool", "str", ("choice", values),
-    #            ("tuple", str, int or (int, str)), ("module", family, base class
+    #            ("tuple", str, int or (int, str)), ("tuple", "elements"): joints
+    #            or ball joints (arrays of three), ("module", family, base class
     #            or protocol), ("modules", class): an array of tables
     required: bool
 
@@ -687,8 +688,9 @@ def build_friction(
         ConfigError: naming ``[friction]`` and the key: ``from_file`` without a
             MotionSolve ``[system]`` file or for a file without
             ``Force_JointFriction`` elements (naming the file), another type,
-            other keys; ``type = "JointFriction"`` for a file with friction on
-            cylindrical and other joints, ``type = "JointLuGre"`` for one whose
+            other keys; ``type = "JointFriction"`` for a file whose friction
+            elements differ in size (cylindrical, spherical and one-row joints
+            mixed), ``type = "JointLuGre"`` for one whose
             elements differ in their bristle parameters.
     """
     if not isinstance(table, Mapping) or "from_file" not in table:
@@ -728,10 +730,10 @@ def build_friction(
     law = getattr(model, FRICTION_FROM_FILE[type_name])
     if law is None and type_name == "JointFriction":
         raise ConfigError(
-            f"[friction] key 'type': {file} has friction on cylindrical joints "
-            "and on other joints, which one exact law (type = 'JointFriction') "
-            "does not take yet; type = 'JointLuGre' reads the mix (MotionSolve "
-            "Comments 7 and 11)."
+            f"[friction] key 'type': {file} mixes friction elements of different "
+            "sizes (cylindrical: two rows, spherical: three, the others one), "
+            "which one exact law (type = 'JointFriction') does not take yet; "
+            "type = 'JointLuGre' reads the mix (MotionSolve Comments 7, 11, 13)."
         )
     if law is None:
         raise ConfigError(

@@ -117,8 +117,9 @@ def joint_friction(system: AbstractSystem, law) -> JointFriction:
     if system.ball_rows:
         raise ValueError(
             "`system` has ball-joint friction elements (`friction_joints` entries "
-            "of three joints): MuJoCo's `frictionloss` acts on each joint "
-            "separately and has no equivalent of one friction torque on a ball."
+            "of three joints): URDF's <dynamics friction> and MuJoCo's "
+            "`frictionloss` act on each joint separately and have no equivalent "
+            "of one friction torque on a ball."
         )
     n, joints = system.n_dof, list(system.friction_joints)
     fc, fv, notes = _levels(law, len(joints))

@@ -223,6 +223,13 @@ def build_mjcf(
         link_names=link_names,
         base_name=_name(mujoco, model, body, 0, "world"),
     )
+    if system.ball_rows:
+        raise ValueError(
+            "`friction_joints`: MJCF friction levels are per joint; a ball element "
+            "(three joints) has one isotropic friction torque: build the tree "
+            "with RigidBodyTree and use JointFriction with SphericalLoad or "
+            "IsotropicCoulomb(dims=3)."
+        )
     levels = model_friction[list(system.friction_joints)]
     fc = _override("friction", friction, levels, system.n_friction)
     if np.any(fc < 0):

@@ -377,7 +377,7 @@ class MotionSolveModel(NamedTuple):
             exact law takes elements of one size: `lugre_friction` takes the
             mix).
         lugre_friction: the same elements as MotionSolve's LuGre law
-            (`JointLuGre`, Comments 3, 7 and 11) with their bristle parameters
+            (`JointLuGre`, Comments 3, 7, 11 and 13) with their bristle parameters
             and each element's ``effect`` folded into its coefficients
             (``stiction``: ``μ_d = μ_s``; ``sliding``: ``μ_s = μ_d``); `None`
             without friction elements or when the elements'
@@ -1260,8 +1260,9 @@ def load_motionsolve(path: str | os.PathLike) -> MotionSolveModel:
     Returns:
         A `MotionSolveModel`: the `RigidBodyTree` (m, kg, kg·m², m/s²), the
         `JointFriction` law of the joint friction elements (arms and radii m,
-        preloads N·m or N; `None` without any, or with elements on both
-        cylindrical and other joints) and their `JointLuGre` form, the end
+        preloads N·m or N; `None` without any, or with elements of different
+        sizes: cylindrical, spherical and one-row joints mixed) and their
+        `JointLuGre` form, the end
         time ``t1`` (s) and
         ``num_steps``, the file's joint coordinates ``q0`` (rad or m), the ids
         behind ``q`` and the friction elements, and the LuGre-only attributes
@@ -1272,7 +1273,7 @@ def load_motionsolve(path: str | os.PathLike) -> MotionSolveModel:
             a reference to a marker, body or joint that does not exist, a body
             without mass, a value out of range, each naming the element (tag
             and id) and the attribute; other joint types ("not supported yet",
-            with the joint's id), friction on a spherical joint,
+            with the joint's id),
             markers given relative to another marker, closed loops and floating
             bodies, joint markers that do not meet their joint (a universal or
             Hooke joint's: origins apart or ``z`` axes not perpendicular; a

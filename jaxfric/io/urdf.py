@@ -368,6 +368,13 @@ def build_urdf(
         link_names=robot.link_names,
         base_name=robot.base_name,
     )
+    if system.ball_rows:
+        raise ValueError(
+            "`friction_joints`: URDF friction levels are per joint; a ball element "
+            "(three joints) has one isotropic friction torque: build the tree "
+            "with RigidBodyTree and use JointFriction with SphericalLoad or "
+            "IsotropicCoulomb(dims=3)."
+        )
     levels = robot.friction[movable][list(system.friction_joints)]
     fc = _override("friction", friction, levels, system.n_friction)
     if np.any(fc < 0):

@@ -58,17 +58,29 @@ def state_vector(name: str, value, n: int, throw: bool = True, size="n_dof"):
 
 
 def check_law_size(friction: AbstractFrictionLaw, m: int) -> None:
-    """Each array inside the law must be a scalar or have one entry per element."""
+    """Each array inside the law must be a scalar or have one entry per
+    friction row (`m`, the system's `n_friction`), or one per element of a law
+    whose elements have load models (`JointFriction`'s `loads`: a cylindrical
+    or spherical element spans several rows)."""
     import jax
 
+    sizes = {m}
+    loads = getattr(friction, "loads", None)
+    if isinstance(loads, tuple):
+        sizes.add(len(loads))
     for path, leaf in jax.tree_util.tree_leaves_with_path(friction):
         shape = np.shape(leaf)
-        if shape not in ((), (m,)):
+        if shape != () and shape not in {(k,) for k in sizes}:
             name = jax.tree_util.keystr(path)
+            per = f"({m},)" + (
+                f" or, one per load model, ({len(loads)},)"
+                if isinstance(loads, tuple) and len(loads) != m
+                else ""
+            )
             raise ValueError(
                 f"friction parameter `{type(friction).__name__}{name}` has shape "
-                f"{shape}; the system has n_friction={m} elements, so it must be a "
-                f"scalar or have shape ({m},)."
+                f"{shape}; the system has n_friction={m} rows, so it must be a "
+                f"scalar or have shape {per}."
             )
 
 

@@ -57,7 +57,9 @@ def _friction_elements(
     first row of every ball-joint element (a `friction_joints` entry that is
     three joints), checked: a ball element is three revolute joints in chain
     order (each the next one's parent) meeting at one point, their axes
-    independent at ``q = 0``."""
+    independent at ``q = 0``, through two massless gimbal links that carry
+    nothing else (so that every joint of the chain carries the ball's
+    reaction)."""
     n = model.n_bodies
     if friction_joints is None:
         return tuple(range(n)), ()
@@ -92,15 +94,29 @@ def _check_ball(model: TreeModel, joints: tuple[int, ...]) -> None:
             f"{where}: the three joints must form a chain in this order, each the "
             "next one's parent."
         )
+    inner = [j for j in range(model.n_bodies) if model.parents[j] in joints[:2]]
+    if inner != list(joints[1:]):
+        raise ValueError(
+            f"{where}: its gimbal links (the first two joints' children) carry "
+            "other joints; a ball joint's reaction is then not one force."
+        )
+    if is_concrete(model.mass) and np.any(np.asarray(model.mass)[list(joints[:2])]):
+        raise ValueError(
+            f"{where}: its gimbal links (the first two joints' children) must be "
+            "massless: a ball joint's three joints then carry one reaction."
+        )
+    if not is_concrete(model.origin_translation):
+        return
     offsets = np.asarray(model.origin_translation)[list(joints[1:])]
-    if is_concrete(offsets) and np.max(np.abs(offsets)) > 1e-12:
+    if np.max(np.abs(offsets)) > 1e-12:
         raise ValueError(
             f"{where}: the second and third joints must sit at the first one's "
             f"origin (a ball joint turns about one point); their origins are "
             f"{offsets.tolist()} m from their parents'."
         )
     if is_concrete(model.origin_rotation):
-        axes = _ball_axes(model, jnp.zeros(model.n_bodies), joints)
+        rot, _ = _kinematics.joint_poses(model, jnp.zeros(model.n_bodies))
+        axes = _ball_axes(model, rot, joints)
         if abs(float(jnp.linalg.det(axes))) < 1e-9:
             raise ValueError(
                 f"{where}: the three axes are not independent at q = 0 (a gimbal "
@@ -108,11 +124,11 @@ def _check_ball(model: TreeModel, joints: tuple[int, ...]) -> None:
             )
 
 
-def _ball_axes(model: TreeModel, q: Vector, joints) -> Float[Array, "3 3"]:
-    """The world axes of a ball element's three joints as columns, in the frame
-    of the first joint's parent body (the socket): ``ω_r = E q̇`` is the
-    ball's angular velocity relative to the socket, rad/s."""
-    rot, _ = _kinematics.joint_poses(model, q)
+def _ball_axes(model: TreeModel, rot, joints) -> Float[Array, "3 3"]:
+    """``E``: the axes of a ball element's three joints as columns, expressed
+    in the frame of the first joint's parent body (the socket), from the
+    bodies' poses in their parents' frames `rot` (`joint_poses`): ``ω_r = E
+    q̇`` is the ball's angular velocity relative to the socket, rad/s."""
     frame = jnp.eye(3, dtype=rot.dtype)
     columns = []
     for j in joints:
@@ -158,8 +174,9 @@ def friction_joint_reactions(
     joints = list(tree.friction_joints)
     types = tree.model.joint_types
     kinds = ["prismatic" if types[j] == "prismatic" else "revolute" for j in joints]
-    # A ball element's three rows carry its ball's reaction (the third joint's,
-    # in that joint's frame: the load model reads only its magnitude).
+    # A ball element's three rows carry its ball's reaction: the third joint's,
+    # in that joint's frame (its massless gimbals pass the socket's force on
+    # unchanged; the load model reads only its magnitude).
     wrench_joints = list(joints)
     for row in tree.ball_rows:
         wrench_joints[row : row + 3] = [joints[row + 2]] * 3
@@ -355,9 +372,12 @@ class RigidBodyTree(AbstractSystem):
     def friction_jacobian(self, q: Vector) -> Jacobian:
         self.check_vectors(q=q)
         rows = jnp.asarray(np.eye(self.n_dof)[list(self.friction_joints)], q.dtype)
+        if not self.ball_rows:
+            return rows
+        rot, _ = _kinematics.joint_poses(self.model, q)
         for row in self.ball_rows:
             joints = self.friction_joints[row : row + 3]
-            block = _ball_axes(self.model, q, joints)
+            block = _ball_axes(self.model, rot, joints)
             rows = rows.at[row : row + 3].set(0.0)
             rows = rows.at[row : row + 3, jnp.asarray(joints)].set(block)
         return rows
