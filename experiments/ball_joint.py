@@ -23,10 +23,9 @@ Cases:
 (b) pendulum: the centre of mass off the ball, released tilted and swirling:
     the reaction follows the motion, so does the friction; the friction work
     equals the energy lost (``energy_rtol``), held phases are still (velocity
-    exactly 0.0). Its inertia about the ball is isotropic: with a strongly
-    anisotropic one (14:1) the slip's direction swings as it stops and the
-    explicit solver stalls there (``max_steps_reached``, measured; see
-    ``docs/joint_friction.md``).
+    exactly 0.0). Its inertia about the ball is isotropic (an anisotropic
+    one, 14:1, had stalled the stop before the slip force was made continuous
+    across a right-angle turn: ``docs/joint_friction.md``).
 
 Run: ``python experiments/ball_joint.py [SETTINGS.toml]`` (MuJoCo from the
 ``bench`` extra).

@@ -646,7 +646,7 @@ def test_motionsolve_file_errors_name_the_file(tmp_path):
     config = config.replace("bare.xml", "mixed.xml")
     with pytest.raises(ConfigError) as info:
         _ms_parse(config, tmp_path)
-    assert "mixed.xml has friction on cylindrical joints and on other" in str(
+    assert "mixed.xml mixes friction elements of different sizes" in str(
         info.value
     )
     assert "type = 'JointLuGre'" in str(info.value)

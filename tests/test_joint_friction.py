@@ -961,3 +961,40 @@ def test_ball_joint_checks():
     # Scalar rows on a ball joint would be friction about the socket's axes.
     with pytest.raises(ValueError, match=r"rows 0..2 of the system are one element"):
         jf.simulate(_ball(), jf.Coulomb(fc=0.1), jnp.zeros(3), jnp.ones(3), 0.1)
+
+
+class _ConstantBallTorque(jf.forces.AbstractStatelessForce):
+    """A constant torque (N·m, socket frame) on the ball, as joint torques."""
+
+    torque: jax.Array
+
+    def __call__(self, t, q, qd):
+        return _gimbal_axes(q).T @ self.torque
+
+
+def test_ball_joint_turning_as_it_slows_stops_and_holds():
+    # Inertias (0.05, 0.06, 0.012) kg·m² about the ball and a constant torque
+    # of 0.08 N·m across the spin, below the slip level μ_d r_b N = 0.118 N·m:
+    # the slip turns a right angle while it slows (an event), then stops and
+    # holds. Before the slip force was continuous across that right angle the
+    # run ended in max_steps_reached with no event (11695 rejected steps).
+    system = jf.systems.RigidBodyTree(
+        [-1, 0, 1], ["revolute"] * 3, np.eye(3), np.zeros((3, 3)),
+        mass=[0.0, 0.0, BALL_M], com=np.zeros((3, 3)),
+        inertia=[np.zeros((3, 3))] * 2 + [np.diag([0.05, 0.06, 0.012])],
+        gravity=(0.0, 0.0, -G), friction_joints=[(0, 1, 2)],
+    )  # fmt: skip
+    load = jf.SphericalLoad(ball_radius=BALL_RB, torque_preload=BALL_PRE)
+    law = jf.JointFriction(0.5, 0.4, loads=(load,))
+    torque = 0.08 * jnp.array([1.0, -1.0, 0.5]) / 1.5
+    ts = jnp.linspace(0.0, 1.0, 21)
+    sol = jf.simulate(
+        system, law, jnp.zeros(3), 2.0 * jnp.asarray(BALL_AXIS), 1.0, ts=ts,
+        force=_ConstantBallTorque(torque), throw=False,
+    )  # fmt: skip
+    assert sol.result == jf.RESULTS.successful
+    events = np.asarray(sol.event_times)
+    stop = events[np.isfinite(events)][-1]
+    assert 0.5 < stop < 1.0 and int(sol.stats["num_events"]) >= 2
+    after = np.asarray(ts) > stop
+    assert int(after.sum()) >= 1 and np.all(np.asarray(sol.qd)[after] == 0.0)

@@ -234,12 +234,20 @@ def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
     the element's event (`_conditions`)."""
     q, qd, x = y
     net, _, dynamics = _net_force(seg.system, seg.force, t, q, qd, x)
-    friction, _, law_at = friction_at_modes(
+    friction, acc, law_at = friction_at_modes(
         seg.system, seg.law, q, qd, net, seg.modes, dynamics=dynamics,
         reference=seg.reference,
     )  # fmt: skip
     slip = dynamics.jac @ qd
-    return _conditions(seg.modes, seg.reference, slip, law_at, friction)
+    if seg.reference is None:
+        return _conditions(seg.modes, None, slip, law_at, friction)
+    slip_rate = dynamics.jac @ acc + dynamics.jdot_qd
+    # Right after the start a released element's slip is ~|ṡ|·(t − t_start):
+    # the stop threshold stays below it there.
+    threshold = jnp.minimum(_stop_threshold(t), 0.5 * (t - seg.t_start))
+    return _conditions(
+        seg.modes, seg.reference, slip, law_at, friction, slip_rate, threshold
+    )
 
 
 # A vector element's slip counts as stopped at its event when it is within
@@ -253,17 +261,41 @@ def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
 _VECTOR_STOP_WINDOW = 1e-8
 
 
-def _conditions(modes, reference, slip, law_at, friction) -> Float[Array, " m"]:
+def _stop_threshold(t) -> Float[Array, ""]:
+    """How close (s) to its stop a vector element's slip counts as stopped in
+    its event condition (`_conditions`): the event times' tolerance."""
+    eps = 32 * float(jnp.finfo(jnp.result_type(t)).eps)
+    return max(_EVENT_TIME_TOL, eps) * (1 + jnp.abs(t))
+
+
+def _conditions(
+    modes, reference, slip, law_at, friction, slip_rate=None, threshold=None
+) -> Float[Array, " m"]:
     """The stick margin of stuck elements (`stick_margin`); ``mode·s`` of
     slipping ones, or for a vector element ``s·u`` with ``u`` its slip
     direction at the segment's start: zero when its slip stops (``|s|`` has a
     kink there, ``s·u`` crosses smoothly, so the event time's derivative is
     right) or when it turns a right angle from ``u`` (then it slips on with a
-    new ``u``, `_switch`)."""
+    new ``u``, `_switch`).
+
+    With `slip_rate` ``ṡ`` and a `threshold` ``T`` (s), a vector element's
+    condition is also at most ``|s| − T|ṡ|``: zero within ``T`` of a stop
+    however the slip comes to rest. Where its direction swings on the way
+    (rows of different mobilities, a torque across the slip) it reaches zero
+    beside ``u``, not through it, so ``s·u`` does not cross: measured on a
+    ball with inertias (0.05, 0.06, 0.012) kg·m² under a constant torque
+    below its slip level, 11695 rejected steps and no event without it.
+    """
     if reference is None:
         moving = modes * slip
     else:
-        moving = block_dot(slip, reference, law_at.rows_per_element)
+        dims = law_at.rows_per_element
+        moving = block_dot(slip, reference, dims)
+        if slip_rate is not None:
+            speed = (
+                block_norm(slip, dims)[0] - threshold * block_norm(slip_rate, dims)[0]
+            )
+            moving = jnp.minimum(moving, speed)
     return jnp.where(modes == STICK, stick_margin(law_at, friction), moving)
 
 
@@ -582,7 +614,12 @@ def _switching_elements(
     )
     slip = dynamics.jac @ qd_e
     slip_rate = dynamics.jac @ acc + dynamics.jdot_qd
-    g = _conditions(modes, reference, slip, law_at, friction)
+    if reference is None:
+        g = _conditions(modes, None, slip, law_at, friction)
+    else:
+        g = _conditions(
+            modes, reference, slip, law_at, friction, slip_rate, _stop_threshold(t_e)
+        )
     window = 100 * time_tol * (1 + jnp.abs(t_e))
     dims = law.rows_per_element
     element = jnp.arange(modes.shape[0]) // dims
