@@ -281,10 +281,12 @@ def _conditions(
     With `slip_rate` ``ṡ`` and a `threshold` ``T`` (s), a vector element's
     condition is also at most ``|s| − T|ṡ|``: zero within ``T`` of a stop
     however the slip comes to rest. Where its direction swings on the way
-    (rows of different mobilities, a torque across the slip) it reaches zero
-    beside ``u``, not through it, so ``s·u`` does not cross: measured on a
-    ball with inertias (0.05, 0.06, 0.012) kg·m² under a constant torque
-    below its slip level, 11695 rejected steps and no event without it.
+    (rows of different mobilities, a torque across the slip) it may come to
+    rest beside the plane ``s·u = 0`` rather than through it. (A safeguard,
+    not measured alone: the stall of a ball with inertias (0.05, 0.06, 0.012)
+    kg·m² under a torque across its spin, 11695 rejected steps and no event,
+    was the slip force's jump at a right-angle turn,
+    `IsotropicCoulomb.slip_force`; this condition alone left it unchanged.)
     """
     if reference is None:
         moving = modes * slip
