@@ -269,6 +269,126 @@ def test_joint_reactions_match_the_statics_of_the_rods():
     assert reactions.kinds == ("revolute",) * 3
 
 
+def ball_fourbar():
+    """The four-bar with a ball joint between crank and coupler (its spin a
+    second degree of freedom), friction at the crank, the ball and the
+    rocker."""
+    fj = ["crank", ("ball_z", "ball_y", "ball_x"), "rocker"]
+    return jf.systems.four_bar(
+        A, B, C, D, masses=MASSES, crank_angle=THETA0, friction_joints=fj, ball=True
+    )
+
+
+def _rot(axis, angle):
+    c, s = np.cos(angle), np.sin(angle)
+    i, j = [k for k in range(3) if k != axis]
+    out = np.eye(3)
+    out[i, i], out[i, j], out[j, i], out[j, j] = c, -s, s, c
+    return out if axis != 1 else out.T  # about y: z -> x is the positive turn
+
+
+def test_ball_element_in_a_closed_chain_slip_and_statics():
+    # Slip: the ball's rows of J ż are the coupler's angular velocity relative
+    # to the crank in the crank's frame, from central differences of the
+    # closed-form relative rotation Rz Ry Rx along the assembled motion; J̇ż
+    # is the derivative of J ż along ż. Statics: the crank held against a
+    # drive and the ball's friction torque f (across the coupler: the spin is
+    # free) - the drive, the crank's and rocker's pin forces and bending
+    # moments, the ball's force and moment, against free-body diagrams of the
+    # three links in 3D.
+    chain = ball_fourbar()
+    assert chain.vector_elements == ((1, 3),)
+    z, zd, h = jnp.array([THETA0 + 0.2, 0.3]), jnp.array([0.7, -1.1]), 1e-5
+    jac = chain.friction_jacobian(z)
+
+    def relative(t):
+        q = np.asarray(chain.assemble(z + t * zd))
+        return _rot(2, q[1]) @ _rot(1, q[2]) @ _rot(0, q[3])
+
+    rdot = (relative(h) - relative(-h)) / (2 * h)
+    spin = rdot @ relative(0.0).T
+    omega = np.array([spin[2, 1], spin[0, 2], spin[1, 0]])
+    np.testing.assert_allclose(jac[1:4] @ zd, omega, rtol=1e-8, atol=1e-9)
+    along = (jac_at(chain, z + h * zd) - jac_at(chain, z - h * zd)) @ zd / (2 * h)
+    np.testing.assert_allclose(
+        chain.friction_jacobian_dot_qd(z, zd), along, rtol=1e-7, atol=1e-8
+    )
+
+    z, zero = jnp.array([THETA0, 0.0]), jnp.zeros(2)
+    th, q1, q2 = fourbar_angles(THETA0)
+    rod = _rot(2, q1)[:, 0]  # the coupler's axis in the crank's frame
+    f = 0.3 * np.array([0.0, 0.0, 1.0]) + 0.2 * np.cross([0.0, 0.0, 1.0], rod)
+    friction = jnp.concatenate([jnp.zeros(1), jnp.asarray(f), jnp.zeros(1)])
+    applied = (
+        chain.inverse_dynamics(z, zero, zero) + chain.friction_jacobian(z).T @ friction
+    )
+    x = wrenches_by_statics(th, q1, f)
+    np.testing.assert_allclose(applied, [x[5], 0.0], rtol=1e-10, atol=1e-12)
+    w = np.asarray(chain.joint_reactions(z, zero, zero, applied, friction).wrench)
+    f_o, m_o, f_a, f_d, m_d = x[0:3], x[3:5], x[6:9], x[12:15], x[15:17]
+    for row, force, moment in ((0, f_o, m_o), (4, f_d, m_d)):
+        np.testing.assert_allclose(
+            np.hypot(*w[row, 3:5]), np.hypot(*force[:2]), rtol=1e-10
+        )
+        np.testing.assert_allclose(w[row, 5], force[2], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(
+            np.hypot(*w[row, 0:2]), np.hypot(*moment), rtol=1e-10
+        )
+    np.testing.assert_allclose(w[0, 2], x[5], rtol=1e-10)
+    np.testing.assert_allclose(w[4, 2], 0.0, atol=1e-10)
+    # The ball's three rows: its force, and the moment through massless
+    # gimbals is the friction torque alone.
+    np.testing.assert_allclose(
+        np.linalg.norm(w[1:4, 3:], axis=1), np.linalg.norm(f_a), rtol=1e-10
+    )
+    np.testing.assert_allclose(
+        np.linalg.norm(w[1:4, :3], axis=1), np.linalg.norm(f), rtol=1e-10
+    )
+
+
+def jac_at(chain, z):
+    return np.asarray(chain.friction_jacobian(z))
+
+
+def wrenches_by_statics(th, q1, f):
+    """Free-body diagrams of `ball_fourbar`'s links at rest (gravity −y), in
+    world axes: ``x = (F_O, M_O[x, y], τ, F_A, F_B, F_D, M_D[x, y])`` - the
+    ground's force and bending moment on the crank at O and the drive torque,
+    the crank's force on the coupler through the ball at A, the rocker's on
+    the coupler at B, the ground's force and bending moment on the rocker at
+    D - for the ball's friction torque `f` on the crank (``−f`` on the
+    coupler), crank frame, N·m. Eighteen equilibrium equations (the coupler's
+    moment about its own axis is ``0 = 0`` for `f` across it) for 17 unknowns."""
+    pa = A * np.array([np.cos(th), np.sin(th), 0.0])
+    pb = pa + B * np.array([np.cos(th + q1), np.sin(th + q1), 0.0])
+    pd = np.array([D, 0.0, 0.0])
+    weight = [m * np.array([0.0, -G, 0.0]) for m in MASSES]
+    centres = [pa / 2, (pa + pb) / 2, (pb + pd) / 2]
+    torque = _rot(2, th) @ f  # on the crank, world axes
+
+    def cross(r):  # r × F = cross(r) @ F
+        return np.array([[0, -r[2], r[1]], [r[2], 0, -r[0]], [-r[1], r[0], 0]])
+
+    eye, bend = np.eye(3), np.eye(3)[:, :2]
+    lhs, rhs = np.zeros((18, 17)), np.zeros(18)
+    # Crank: forces, then moments about O.
+    lhs[0:3, 0:3], lhs[0:3, 6:9], rhs[0:3] = eye, -eye, -weight[0]
+    lhs[3:6, 3:5], lhs[3:6, 5], lhs[3:6, 6:9] = bend, eye[:, 2], -cross(pa)
+    rhs[3:6] = -torque - np.cross(centres[0], weight[0])
+    # Coupler: forces, then moments about A.
+    lhs[6:9, 6:9], lhs[6:9, 9:12], rhs[6:9] = eye, eye, -weight[1]
+    lhs[9:12, 9:12] = cross(pb - pa)
+    rhs[9:12] = torque - np.cross(centres[1] - pa, weight[1])
+    # Rocker: forces, then moments about D.
+    lhs[12:15, 12:15], lhs[12:15, 9:12], rhs[12:15] = eye, -eye, -weight[2]
+    lhs[15:18, 15:17], lhs[15:18, 9:12] = bend, -cross(pb - pd)
+    rhs[15:18] = -np.cross(centres[2] - pd, weight[2])
+    x, _, rank, _ = np.linalg.lstsq(lhs, rhs, rcond=None)
+    assert rank == 17
+    np.testing.assert_allclose(lhs @ x, rhs, atol=1e-12)
+    return x
+
+
 # The crank held by Coulomb friction through `jaxfric.simulate` (exact stick,
 # breakaway at the closed-form time, closure along the run, gradients against
 # central differences) is checked by experiments/closed_chain_fourbar.py: its

@@ -172,7 +172,10 @@ class ClosedChain(AbstractSystem):
     Applied forces are generalised forces along ``z``: for actuators on the
     independent joints (the usual choice) they are the actuator forces. Friction
     elements sit on tree joints (`RigidBodyTree.friction_joints`), active or
-    passive; their slip velocities are those joints' velocities, ``s = E_f R ż``.
+    passive; their slip velocities are those joints' velocities, ``s = E_f R ż``,
+    and a ball element's (three gimbal joints, `RigidBodyTree`) is the ball's
+    angular velocity relative to its socket, ``s = E(q) R_b ż`` (``R_b`` the
+    gimbal joints' rows of ``R``); in general ``s = J_t(q) R ż``.
 
     The dependent coordinates are solved at every evaluation by continuation
     from the assembly configuration `q_guess` (one Gauss–Newton solve near it;
@@ -240,12 +243,6 @@ class ClosedChain(AbstractSystem):
         loops = tuple(loops)
         if not loops or not all(isinstance(lp, LoopJoint) for lp in loops):
             raise ValueError("`loops` must be a non-empty sequence of LoopJoint.")
-        if tree.ball_rows:
-            raise ValueError(
-                "`tree` has ball-joint friction elements (`friction_joints` entries "
-                "of three joints): a closed chain's friction rows are single tree "
-                "joints for now."
-            )
         check_range("tol", tol, lower=0.0, lower_open=True)
         if int(max_iterations) < 1:
             raise ValueError(f"`max_iterations` must be >= 1; got {max_iterations}.")
@@ -338,6 +335,11 @@ class ClosedChain(AbstractSystem):
     @property
     def n_friction(self) -> int:
         return self.tree.n_friction
+
+    @property
+    def vector_elements(self) -> tuple[tuple[int, int], ...]:
+        """The tree's ball-joint elements (`RigidBodyTree.vector_elements`)."""
+        return self.tree.vector_elements
 
     @property
     def n_equations(self) -> int:
@@ -629,12 +631,15 @@ class ClosedChain(AbstractSystem):
         return _all_terms(self, q, qd).bias
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
-        """``E_f R``: the friction joints' rows of the velocity map."""
+        """``J_t R``, with ``J_t`` the tree's friction Jacobian
+        (`RigidBodyTree.friction_jacobian`): for single-joint elements the
+        friction joints' rows of the velocity map."""
         self.check_vectors(q=q)
-        return _position_terms(self, q)[0][jnp.asarray(self.tree.friction_joints, int)]
+        return _position_terms(self, q)[2]
 
     def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
-        """``d(E_f R)/dt ż = E_f c``."""
+        """``d(J_t R)/dt ż = J_t c + J̇_t q̇`` (``J̇_t = 0`` but for ball
+        elements)."""
         self.check_vectors(q=q, qd=qd)
         return _all_terms(self, q, qd).jdot_qd
 
@@ -667,7 +672,7 @@ class ClosedChain(AbstractSystem):
     ) -> Float[Array, " k"]:
         """Loop-closure multipliers ``λ`` (the constraint forces of the cut
         joints): the least-squares (minimum-norm, for redundant equations)
-        solution of ``Φ_qᵀ λ = M q̈ + h − E_zᵀ τ + E_fᵀ f`` with the applied
+        solution of ``Φ_qᵀ λ = M q̈ + h − E_zᵀ τ + J_tᵀ f`` with the applied
         forces `applied` acting on the independent joints. For a ball joint
         ``λ`` is the force on link B from link A in world axes, N.
 
@@ -728,7 +733,10 @@ class ClosedChain(AbstractSystem):
         qdd_tree = rows @ qdd + c
         lhs = self.tree.inverse_dynamics(q_tree, qd_tree, qdd_tree)
         lhs = lhs.at[jnp.asarray(self.independent, int)].add(-applied)
-        lhs = lhs.at[jnp.asarray(self.tree.friction_joints, int)].add(friction)
+        if self.tree.ball_rows:
+            lhs = lhs + self.tree.friction_jacobian(q_tree).T @ friction
+        else:
+            lhs = lhs.at[jnp.asarray(self.tree.friction_joints, int)].add(friction)
         lam = min_norm_solve(jac.T, lhs)
         external = self._loop_wrenches(q_tree, lam)
         wrenches = _dynamics.joint_wrenches(
@@ -792,10 +800,11 @@ def _newton_jit(chain: ClosedChain, z, follow: bool = True):
 # each is traced once per chain structure (the switch path calls them ~60 times).
 @jax.jit
 def _position_terms(chain: ClosedChain, z):
-    """``(R, Rᵀ M R)`` at independent coordinates `z`."""
+    """``(R, Rᵀ M R, J_t R)`` at independent coordinates `z`."""
     q = chain.assemble(z)
     rows = chain.velocity_map(q)
-    return rows, rows.T @ chain.tree.mass_matrix(q) @ rows
+    jac = _friction_terms(chain.tree, q, None, rows)[0]
+    return rows, rows.T @ chain.tree.mass_matrix(q) @ rows, jac
 
 
 @jax.jit
@@ -806,14 +815,29 @@ def _all_terms(chain: ClosedChain, z, zd) -> Dynamics:
     q, qd, rows, c, _ = state
     tree = chain.tree
     mass = tree.mass_matrix(q)
-    joints = jnp.asarray(tree.friction_joints, int)
+    jac, jdot_qd = _friction_terms(tree, q, qd, rows, c)
     return Dynamics(
         rows.T @ mass @ rows,
         rows.T @ (mass @ c + tree.bias_force(q, qd)),
-        rows[joints],
-        c[joints],
+        jac,
+        jdot_qd,
         shared=state,
     )
+
+
+def _friction_terms(tree: RigidBodyTree, q, qd, rows, c=None):
+    """``(J_t R, J_t c + J̇_t q̇)``: the closed chain's friction Jacobian and
+    velocity-product slip acceleration from the tree's (`J̇_t q̇` only where
+    `qd` is given). Single-joint elements pick rows (``J_t`` a selection,
+    ``J̇_t = 0``); a ball element's rows are its relative angular velocity
+    ``E(q) q̇`` in the socket frame."""
+    if not tree.ball_rows:
+        joints = jnp.asarray(tree.friction_joints, int)
+        return rows[joints], None if c is None else c[joints]
+    jac = tree.friction_jacobian(q)
+    if c is None:
+        return jac @ rows, None
+    return jac @ rows, jac @ c + tree.friction_jacobian_dot_qd(q, qd)
 
 
 def _twist_derivatives(loop: LoopJoint, rot_a, pos_a, rot_b, pos_b):

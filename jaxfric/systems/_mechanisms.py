@@ -19,8 +19,9 @@ def four_bar(
     masses=(1.0, 1.0, 1.0),
     crank_angle=np.pi / 3,
     gravity=(0.0, -9.81, 0.0),
-    friction_joints: Sequence[int | str] = ("crank",),
+    friction_joints: Sequence | None = None,
     damping=0.0,
+    ball: bool = False,
 ) -> ClosedChain:
     """A planar four-bar linkage in the x–y plane, driven at the crank.
 
@@ -32,17 +33,30 @@ def four_bar(
     joint above the line from the crank's tip to the rocker pivot at
     `crank_angle`.
 
+    With `ball`, the crank–coupler joint is a ball joint instead: three
+    revolute joints ``"ball_z"``, ``"ball_y"``, ``"ball_x"`` (about the
+    crank's z, then y, then the coupler's own axis) through massless gimbal
+    links ``"ball_gimbal_1"``, ``"ball_gimbal_2"``, one ball friction element
+    (`RigidBodyTree`) by default. Between two balls the coupler can spin about
+    its own axis: a second independent coordinate, ``"ball_x"`` (the rod's
+    polar inertia, ``1e-6 m L²``, is the spin's only inertia). The motion of a
+    planar start stays planar.
+
     Args:
         crank, coupler, rocker, ground: link lengths, m, ``> 0``.
         masses: masses of the crank, coupler and rocker rods, kg, ``> 0``
             (rotational inertia ``m L²/12`` about the rod's centre).
         crank_angle: crank angle of the assembly configuration, rad.
         gravity: gravity in the plane, m/s².
-        friction_joints: joints with a friction element (names or indices).
+        friction_joints: joints with a friction element (names or indices;
+            a ball element is the tuple of its three joints). Default: the
+            crank, or with `ball` the ball.
         damping: viscous joint damping, N·m·s/rad (scalar or per joint).
+        ball: whether the crank–coupler joint is a ball joint (above).
 
     Returns:
-        The `ClosedChain`, one independent coordinate (the crank angle).
+        The `ClosedChain`: one independent coordinate, the crank angle (with
+        `ball`, two: the crank angle and the coupler's spin, rad).
     """
     lengths = np.array([crank, coupler, rocker], dtype=float)
     check_range("link lengths", np.append(lengths, ground), lower=0.0, lower_open=True)
@@ -57,19 +71,40 @@ def four_bar(
             for m, L in zip(masses, lengths, strict=True)
         ]
     )
+    com = [[L / 2, 0.0, 0.0] for L in lengths]
+    guess = _assembly(lengths, ground, crank_angle)
+    independent = ["crank"]
+    names = ("crank", "coupler", "rocker")
+    links = ("crank_link", "coupler_link", "rocker_link")
+    parents, axes = [-1, 0, -1], [[0.0, 0.0, 1.0]] * 3
+    origins = [[0.0, 0.0, 0.0], [crank, 0.0, 0.0], [ground, 0.0, 0.0]]
+    if friction_joints is None:
+        friction_joints = [("ball_z", "ball_y", "ball_x")] if ball else ["crank"]
+    if ball:
+        names = ("crank", "ball_z", "ball_y", "ball_x", "rocker")
+        links = ("crank_link", "ball_gimbal_1", "ball_gimbal_2") + links[1:]
+        parents = [-1, 0, 1, 2, -1]
+        axes = [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+        axes.append([0.0, 0.0, 1.0])
+        origins = origins[:2] + [[0.0, 0.0, 0.0]] * 2 + origins[2:]
+        masses = np.insert(masses, 1, [0.0, 0.0])
+        com = com[:1] + [[0.0, 0.0, 0.0]] * 2 + com[1:]
+        inertia = np.insert(inertia, 1, np.zeros((2, 3, 3)), axis=0)
+        guess = np.insert(guess, 2, [0.0, 0.0])
+        independent.append("ball_x")
     tree = RigidBodyTree(
-        [-1, 0, -1],
-        ["revolute"] * 3,
-        [[0.0, 0.0, 1.0]] * 3,
-        [[0.0, 0.0, 0.0], [crank, 0.0, 0.0], [ground, 0.0, 0.0]],
+        parents,
+        ["revolute"] * len(names),
+        axes,
+        origins,
         mass=masses,
-        com=[[L / 2, 0.0, 0.0] for L in lengths],
+        com=com,
         inertia=inertia,
         gravity=gravity,
         damping=damping,
         friction_joints=friction_joints,
-        joint_names=("crank", "coupler", "rocker"),
-        link_names=("crank_link", "coupler_link", "rocker_link"),
+        joint_names=names,
+        link_names=links,
     )
     loop = LoopJoint(
         "ball",
@@ -78,12 +113,7 @@ def four_bar(
         translation_a=(coupler, 0.0, 0.0),
         translation_b=(rocker, 0.0, 0.0),
     )
-    return ClosedChain(
-        tree,
-        [loop],
-        independent=["crank"],
-        q_guess=_assembly(lengths, ground, crank_angle),
-    )
+    return ClosedChain(tree, [loop], independent=independent, q_guess=guess)
 
 
 def _assembly(lengths, ground, theta):
