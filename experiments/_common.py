@@ -357,26 +357,42 @@ def tree_energy(system, q, qd):
     return 0.5 * qd @ system.mass_matrix(q) @ qd - model.gravity @ jnp.sum(first, 0)
 
 
-def friction_energy_balance(sol, system) -> tuple[float, float]:
-    """``(friction work, energy lost)`` of a `RigidBodyTree` solution, J: the
-    work ``∫ Σ f_k s_k dt`` of every friction row (``s = J q̇``) by Simpson's
-    rule on the saved times, piecewise between events (where the friction
-    power has kinks), and the drop of `tree_energy` from the first saved state
-    to the last."""
+def friction_energy_balance(sol, system, force=None) -> tuple[float, float]:
+    """``(friction work, energy lost)`` of a `RigidBodyTree` or `ClosedChain`
+    solution, J: the work ``∫ Σ f_k s_k dt`` of every friction row (``s = J
+    q̇``) by Simpson's rule on the saved times, piecewise between events (where
+    the friction power has kinks), and the drop of `tree_energy` (of the
+    assembled tree, for a closed chain) from the first saved state to the last,
+    plus the work of the applied force `force(t, q, q̇)` where given."""
     from scipy.integrate import simpson
 
     ts = np.asarray(sol.ts)
-    slip = jax.vmap(system.slip_velocity)(sol.q, sol.qd)
-    power = np.sum(np.asarray(sol.friction) * np.asarray(slip), axis=1)
     events = np.asarray(sol.event_times)
     cuts = np.searchsorted(ts, events[np.isfinite(events)])
-    work = 0.0
-    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ts)], strict=True):
-        lo = max(lo - 1, 0)  # from the last save before the event
-        if hi - lo >= 2:
-            work += simpson(power[lo:hi], x=ts[lo:hi])
-    e = jax.vmap(lambda q, qd: tree_energy(system, q, qd))(sol.q, sol.qd)
-    return float(work), float(e[0] - e[-1])
+
+    def integral(power):
+        work = 0.0
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ts)], strict=True):
+            lo = max(lo - 1, 0)  # from the last save before the event
+            if hi - lo >= 2:
+                work += simpson(power[lo:hi], x=ts[lo:hi])
+        return work
+
+    slip = jax.vmap(system.slip_velocity)(sol.q, sol.qd)
+    work = integral(np.sum(np.asarray(sol.friction) * np.asarray(slip), axis=1))
+
+    def energy(q, qd):
+        if not hasattr(system, "loops"):
+            return tree_energy(system, q, qd)
+        q_tree = system.assemble(q)
+        return tree_energy(system.tree, q_tree, system.velocity_map(q_tree) @ qd)
+
+    e = jax.vmap(energy)(sol.q, sol.qd)
+    lost = float(e[0] - e[-1])
+    if force is not None:
+        applied = jax.vmap(force)(sol.ts, sol.q, sol.qd)
+        lost += integral(np.sum(np.asarray(applied) * np.asarray(sol.qd), axis=1))
+    return float(work), lost
 
 
 def timed(fn, args, repeats):

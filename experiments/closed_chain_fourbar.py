@@ -30,6 +30,7 @@ import numpy as np
 from _common import (
     claim,
     enable_float64,
+    friction_energy_balance,
     load_settings,
     print_claims,
     print_table,
@@ -141,9 +142,11 @@ def main(settings) -> bool:
         ],
     ]
     claims.append(reaction_friction_claim(chain, mech, settings["reaction"]))
+    ball_claims, ball_sol = ball_friction_claims(mech, settings["ball"])
+    claims += ball_claims
     ok = print_claims(claims)
     out = results_dir(NAME)
-    _plot(sol, t_break, out / "figure.png")
+    _plot(sol, ball_sol, out / "figure.png")
     write_json(
         {
             "breakaway_time": event,
@@ -190,25 +193,94 @@ def reaction_friction_claim(chain, mech, cfg):
     )
 
 
-def _plot(sol, t_break, path):
+def ball_friction_claims(mech, cfg):
+    """The four-bar with a ball joint between crank and coupler
+    (`four_bar(ball=True)`, the coupler's spin a second coordinate) whose
+    friction grows with the ball's reaction force (`SphericalLoad`, MotionSolve
+    Comment 13): held by the ball under gravity and the drive ramp, it breaks
+    away when the torque the ball must hold reaches ``μ_s r_b |F_A| + T_pre``
+    (the rods' free-body statics, `_four_bar.reaction_breakaway_time`), then
+    the crank turns against the coupler while the ball slips; its friction
+    work balances the energy lost and the drive's work."""
+    chain = make_four_bar(mech, ball=True)
+    load = jf.SphericalLoad(
+        ball_radius=cfg["ball_radius"], torque_preload=cfg["torque_preload"]
+    )
+    law = jf.JointFriction(cfg["mu_static"], cfg["mu_dynamic"], loads=(load,))
+    t_break = reaction_breakaway_time(
+        mech, cfg["ball_radius"], cfg["mu_static"], cfg["rate"], cfg["t1"],
+        ball=True, torque_preload=cfg["torque_preload"],
+    )  # fmt: skip
+    ramp = Ramp(jnp.asarray(cfg["rate"], float))
+    start = time.perf_counter()
+    sol = jf.simulate(
+        chain, law, q0=jnp.array([mech["crank_angle"], 0.0]), qd0=jnp.zeros(2),
+        t1=cfg["t1"], force=ramp, num_save=cfg["num_save"], throw=False,
+    )  # fmt: skip
+    seconds = time.perf_counter() - start
+    event = float(sol.event_times[0])
+    stuck = np.asarray(sol.ts) < t_break
+    still = bool(
+        np.all(np.asarray(sol.qd)[stuck] == 0.0)
+        and np.all(np.asarray(sol.q)[stuck] == np.asarray(sol.q)[0])
+    )
+    work, lost = friction_energy_balance(sol, chain, ramp)
+    rel = abs(work - lost) / abs(lost)
+    closure = jax.vmap(lambda z: chain.closure_residual(chain.assemble(z)))(sol.q)
+    closure = float(jnp.max(jnp.abs(closure)))
+    spin = float(np.max(np.abs(np.asarray(sol.q)[:, 1])))
+    moved = float(np.asarray(sol.q)[-1, 0] - mech["crank_angle"])
+    claims = [
+        claim(
+            sol.result == jf.RESULTS.successful
+            and abs(event - t_break) <= cfg["event_tolerance"]
+            and still,
+            f"ball-joint friction in the closed chain (mu_s {cfg['mu_static']:g}, "
+            f"ball radius {cfg['ball_radius']:g} m, preload "
+            f"{cfg['torque_preload']:g} N m): breakaway at {event:.10f} s, from "
+            f"the rods' statics {t_break:.10f} s (error {abs(event - t_break):.1e} "
+            f"s <= {cfg['event_tolerance']:g}), velocities exactly 0.0 and angles "
+            f"bit-constant while held ({still}); {seconds:.0f} s with compilation",
+            ball_breakaway=event,
+            ball_breakaway_statics=t_break,
+        ),
+        claim(
+            rel <= cfg["energy_rtol"] and closure <= 1e-10,
+            f"after it: crank turned {moved:.4f} rad by t1; ball friction work "
+            f"{work:.9f} J vs energy lost plus drive work {lost:.9f} J (relative "
+            f"{rel:.1e} <= {cfg['energy_rtol']:g}); closure {closure:.1e} m <= "
+            f"1e-10; coupler spin stays {spin:.1e} rad (planar)",
+            ball_friction_work=work,
+            ball_energy_lost=lost,
+        ),
+    ]
+    return claims, sol
+
+
+def _plot(sol, ball_sol, path):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(3, 1, figsize=(7, 7), sharex=True)
-    ts = np.asarray(sol.ts)
-    for ax, values, label in zip(
-        axes,
-        (sol.q[:, 0], sol.qd[:, 0], sol.friction[:, 0]),
-        ("crank angle, rad", "crank velocity, rad/s", "crank friction, N m"),
-        strict=True,
+    fig, axes = plt.subplots(3, 2, figsize=(11, 7), sharex="col")
+    ball_torque = np.linalg.norm(np.asarray(ball_sol.friction), axis=1)
+    for col, run, torque, title in (
+        (0, sol, np.asarray(sol.friction[:, 0]), "crank held by Coulomb friction"),
+        (1, ball_sol, ball_torque, "held by its ball's reaction-load friction"),
     ):
-        ax.plot(ts, np.asarray(values), ".-")
-        ax.axvline(t_break, color="gray", ls="--", lw=0.8)
-        ax.set_ylabel(label)
-    axes[-1].set_xlabel("t, s")
-    axes[0].set_title("four-bar: crank held by Coulomb friction, then breakaway")
+        ts = np.asarray(run.ts)
+        for ax, values, label in zip(
+            axes[:, col],
+            (run.q[:, 0], run.qd[:, 0], torque),
+            ("crank angle, rad", "crank velocity, rad/s", "friction torque, N m"),
+            strict=True,
+        ):
+            ax.plot(ts, np.asarray(values), ".-" if len(ts) < 200 else "-")
+            ax.axvline(float(run.event_times[0]), color="gray", ls="--", lw=0.8)
+            ax.set_ylabel(label)
+        axes[-1, col].set_xlabel("t, s")
+        axes[0, col].set_title(f"four-bar: {title}")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
