@@ -27,8 +27,11 @@ Other dtypes (float32, where XLA's own polynomial is already vectorised) go to
 values, to any order.
 """
 
+import itertools
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 # π/2 = P1 + P2 + P3 to 2^-140; P1 and P2 have 33 significant bits, so k·P1 and
@@ -115,30 +118,79 @@ def cos(x: ArrayLike) -> Float[Array, "*shape"]:
     return sincos(x)[1]
 
 
-def block_norm(x: ArrayLike, dims: int) -> tuple[Float[Array, " m"], Bool[Array, " m"]]:
-    """The Euclidean norm of each block of `dims` consecutive entries of the
-    vector `x` (length a multiple of `dims`), repeated on every row of its
-    block, and whether it is positive; its gradient is finite at zero (where
-    the norm itself has none). Friction elements of several rows (the two
-    tangential rows of a contact) saturate and break away on this norm."""
-    x = jnp.asarray(x)
-    if x.ndim != 1 or x.shape[0] % dims:
+def element_sizes(dims: int | tuple[int, ...], m: int) -> tuple[int, ...]:
+    """The rows of each friction element (static) of `m` rows: `dims` rows
+    each (an int), or the per-element sizes `dims` (a tuple, e.g. a
+    revolute joint's one row beside a ball joint's three); raises unless they
+    cover the `m` rows exactly."""
+    if isinstance(dims, int):
+        if m % dims:
+            raise ValueError(
+                f"blocks of {dims} rows need a vector whose length is a multiple "
+                f"of {dims}; got {m} rows."
+            )
+        return (dims,) * (m // dims)
+    if sum(dims) != m:
         raise ValueError(
-            f"blocks of {dims} rows need a vector whose length is a multiple of "
-            f"{dims}; got shape {x.shape}."
+            f"elements of {tuple(dims)} rows ({sum(dims)} in all) do not cover the "
+            f"{m} rows of the vector."
         )
-    squared = jnp.repeat(jnp.sum(x.reshape(-1, dims) ** 2, axis=1), dims)
+    return tuple(dims)
+
+
+def element_index(dims: int | tuple[int, ...], m: int) -> np.ndarray:
+    """The element of each of `m` rows (`element_sizes`), static."""
+    sizes = element_sizes(dims, m)
+    return np.repeat(np.arange(len(sizes)), sizes)
+
+
+def is_vector(dims: int | tuple[int, ...]) -> bool:
+    """Whether a law with `rows_per_element` `dims` has elements of several
+    rows (then every element, a one-row one too, takes the vector path)."""
+    return max(dims) > 1 if isinstance(dims, tuple) else dims > 1
+
+
+def block_sum(x: ArrayLike, dims: int | tuple[int, ...]) -> Float[Array, " m"]:
+    """The sum of each element's entries of the vector `x` (blocks of
+    `element_sizes`), repeated on every row of its element. Runs of elements
+    of one size are summed as one reshaped block (static, exact)."""
+    x = jnp.asarray(x)
+    if x.ndim != 1:
+        raise ValueError(f"block sums need a vector; got shape {x.shape}.")
+    sizes = element_sizes(dims, x.shape[0])
+    parts, start = [], 0
+    for size, run in itertools.groupby(sizes):
+        count = len(list(run))
+        block = x[start : start + size * count].reshape(count, size)
+        parts.append(jnp.repeat(jnp.sum(block, axis=1), size))
+        start += size * count
+    if not parts:
+        return x
+    return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
+
+
+def block_norm(
+    x: ArrayLike, dims: int | tuple[int, ...]
+) -> tuple[Float[Array, " m"], Bool[Array, " m"]]:
+    """The Euclidean norm of each element's entries of the vector `x` (blocks
+    of `dims` consecutive rows, or of the sizes `dims`: `element_sizes`),
+    repeated on every row of its element, and whether it is positive; its
+    gradient is finite at zero (where the norm itself has none). Friction
+    elements of several rows (the two tangential rows of a contact) saturate
+    and break away on this norm."""
+    squared = block_sum(jnp.asarray(x) ** 2, dims)
     positive = squared > 0
     return jnp.where(
         positive, jnp.sqrt(jnp.where(positive, squared, 1.0)), 0.0
     ), positive
 
 
-def block_dot(x: ArrayLike, y: ArrayLike, dims: int) -> Float[Array, " m"]:
-    """``x·y`` over each block of `dims` consecutive rows, repeated on every
-    row of its block."""
-    xy = jnp.asarray(x) * jnp.asarray(y)
-    return jnp.repeat(jnp.sum(xy.reshape(-1, dims), axis=1), dims)
+def block_dot(
+    x: ArrayLike, y: ArrayLike, dims: int | tuple[int, ...]
+) -> Float[Array, " m"]:
+    """``x·y`` over each element's rows (`element_sizes`), repeated on every
+    row of its element."""
+    return block_sum(jnp.asarray(x) * jnp.asarray(y), dims)
 
 
 def row_arms(arms: ArrayLike | None, like: ArrayLike) -> Float[Array, " m"]:

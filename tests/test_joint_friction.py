@@ -720,9 +720,14 @@ def test_cylindrical_load_checks():
         jf.CylindricalLoad(pin_radius=0.0)
     with pytest.raises(ValueError, match="overlap_delta"):
         jf.CylindricalLoad(overlap_delta="grow")
-    # The exact path takes elements of one size per law.
-    with pytest.raises(ValueError, match="mixes elements of different sizes"):
-        jf.JointFriction(0.4, 0.3, loads=(_cylinder(), _load()))
+    # Elements of different sizes mix in one exact law: at the reactions an
+    # IsotropicCoulomb with each element's rows (simulated: the ball beside a
+    # rotor, below).
+    assert jf.JointFriction(
+        0.4, 0.3, loads=(_cylinder(), _load())
+    ).rows_per_element == (2, 1)
+    with pytest.raises(ValueError, match="each 1, 2 or 3"):
+        jf.friction.IsotropicCoulomb(fc=1.0, dims=(2, 4))
     with pytest.raises(ValueError, match="`arms` must lie in"):
         jf.friction.IsotropicCoulomb(fc=1.0, arms=jnp.array([0.0, 1.0]))
     # At the reactions, the exact law is the contact's friction disk: levels
@@ -912,6 +917,49 @@ def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
     np.testing.assert_allclose(rot[2], turn, atol=1e-10)
 
 
+def test_ball_beside_a_rotor_in_one_exact_law():
+    # Elements of different sizes in one JointFriction: the ball (three rows,
+    # SphericalLoad) spun and reversed as in the closed-form test above, and
+    # beside it a rotor on its own revolute joint (one row, RevoluteLoad; its
+    # centre of mass on the axis, so its pin carries only its weight, axially)
+    # spun at 10 rad/s: it stops at I w0/(mu_d (r_n m g + T_pre/mu_s)).
+    zero = np.zeros((3, 3))
+    system = jf.systems.RigidBodyTree(
+        [-1, 0, 1, -1], ["revolute"] * 4, [*np.eye(3), (0, 0, 1)], np.zeros((4, 3)),
+        mass=[0.0, 0.0, BALL_M, M], com=np.zeros((4, 3)),
+        inertia=[zero, zero, BALL_I * np.eye(3), INERTIA * np.eye(3)],
+        gravity=(0.0, 0.0, -G), joint_names=["bx", "by", "bz", "rotor"],
+        friction_joints=[("bx", "by", "bz"), "rotor"],
+    )  # fmt: skip
+    ball = jf.SphericalLoad(ball_radius=BALL_RB, torque_preload=BALL_PRE)
+    law = jf.JointFriction(0.5, 0.4, loads=(ball, _load()))
+    assert law.rows_per_element == (3, 1)
+
+    class Torques(jf.forces.AbstractStatelessForce):
+        def __call__(self, t, q, qd):
+            return jnp.append(_BallTorque(jnp.asarray(0.2))(t, q[:3], qd[:3]), 0.0)
+
+    t1, w0 = 1.2, 10.0
+    ts = jnp.linspace(0.0, t1, 25)
+    qd0 = jnp.append(8.0 * jnp.asarray(BALL_AXIS), w0)
+    sol = jf.simulate(system, law, jnp.zeros(4), qd0, t1, ts=ts, force=Torques())
+    assert sol.result == jf.RESULTS.successful
+    rotor_stop = INERTIA * w0 / (0.4 * (RN * M * G + T_PRE / 0.5))
+    stop, breakaway, spin = _ball_closed_form(0.5, 0.4, 8.0, 0.2, t1)
+    events = np.sort(np.asarray(sol.event_times)[:3])
+    np.testing.assert_allclose(
+        events, [rotor_stop, stop, breakaway], rtol=0, atol=_EVENT_TOL
+    )
+    np.testing.assert_allclose(
+        (_gimbal_axes(sol.q[-1]) @ sol.qd[-1, :3]) @ BALL_AXIS, spin,
+        rtol=_TRAJECTORY_TOL,
+    )  # fmt: skip
+    rotor_held = np.asarray(ts) > rotor_stop
+    assert np.all(np.asarray(sol.qd)[rotor_held, 3] == 0.0)
+    held = (ts > stop + 1e-6) & (ts < breakaway - 1e-6)
+    assert int(held.sum()) >= 5 and float(jnp.max(jnp.abs(sol.qd[held]))) == 0.0
+
+
 def test_ball_joint_checks():
     tree = dict(
         mass=[0.0, 0.0, 1.0], com=np.zeros((3, 3)),
@@ -939,8 +987,14 @@ def test_ball_joint_checks():
         )  # fmt: skip
     with pytest.raises(ValueError, match="`ball_radius` must lie in"):
         jf.SphericalLoad(ball_radius=0.0)
-    with pytest.raises(ValueError, match="mixes elements of different sizes"):
-        jf.JointFriction(0.4, 0.3, loads=(jf.SphericalLoad(), _load()))
+    # A load-independent law must cover the rows with a 3-row element at the
+    # ball's.
+    law = jf.friction.IsotropicCoulomb(fc=1.0, dims=(1, 2))
+    with pytest.raises(ValueError, match="one element of 3 rows"):
+        jf.simulate(_ball(), law, q0=jnp.zeros(3), qd0=jnp.ones(3), t1=0.1)
+    law = jf.friction.IsotropicCoulomb(fc=1.0, dims=(3, 1))
+    with pytest.raises(ValueError, match="does not fit the system's n_friction=3"):
+        jf.simulate(_ball(), law, q0=jnp.zeros(3), qd0=jnp.ones(3), t1=0.1)
     # A ball element's load model must be a SphericalLoad, and vice versa.
     law = jf.JointFriction(0.5, 0.3, loads=(jf.RevoluteLoad(),) * 3)
     with pytest.raises(ValueError, match=r"`loads\[0\]` is a RevoluteLoad"):
@@ -955,9 +1009,6 @@ def test_ball_joint_checks():
     check_law_size(two, 6)
     with pytest.raises(ValueError, match=r"must be a scalar or have shape \(6,\)"):
         check_law_size(jf.Coulomb(fc=jnp.ones(4)), 6)
-    with pytest.raises(ValueError, match="closed chain's friction rows"):
-        tip = _ball().model.link_names[-1]
-        jf.systems.ClosedChain(_ball(), [jf.systems.LoopJoint("ball", tip, "base")])
     # Scalar rows on a ball joint would be friction about the socket's axes.
     with pytest.raises(ValueError, match=r"rows 0..2 of the system are one element"):
         jf.simulate(_ball(), jf.Coulomb(fc=0.1), jnp.zeros(3), jnp.ones(3), 0.1)

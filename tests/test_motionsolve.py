@@ -868,16 +868,17 @@ def test_cylindrical_joint_friction_attributes_and_effect():
         model.lugre_friction.loads
         == _load_quietly(_cylindrical_friction()).lugre_friction.loads
     )
-    # With friction on a revolute joint too, the exact law (one element size
-    # per law) is None; the LuGre form takes both.
+    # With friction on a revolute joint too, both forms take the mix (the
+    # exact law with per-element sizes).
     mixed = _load_quietly(
         _DOUBLE.replace('id="12" type="REVOLUTE"', 'id="12" type="CYLINDRICAL"')
     )
-    assert mixed.friction is None
-    assert [type(load) for load in mixed.lugre_friction.loads] == [
-        jf.CylindricalLoad,
-        jf.RevoluteLoad,
-    ]
+    assert mixed.friction.rows_per_element == (2, 1)
+    for law in (mixed.friction, mixed.lugre_friction):
+        assert [type(load) for load in law.loads] == [
+            jf.CylindricalLoad,
+            jf.RevoluteLoad,
+        ]
     assert mixed.system.friction_joints == (1, 2, 0)
     # `effect` folds into the LuGre coefficients: sliding, μ_s = μ_d.
     sliding = _load_quietly(

@@ -247,7 +247,10 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
         fs: static limit, N, ``>= fc``; default `fc`.
         mu: instead of `fc`, the kinetic friction coefficient, ``>= 0``.
         mu_s: with `mu`, the static coefficient, ``>= mu``; default `mu`.
-        dims: rows per element (static), 2 or 3.
+        dims: rows per element (static), 2 or 3; or a tuple of each
+            element's rows, each 1, 2 or 3 (elements of different sizes in one
+            law, e.g. a revolute joint's one row beside a ball joint's three:
+            a one-row element is friction ``fc·s/|s|`` on its row).
         arms: per row, ``> 0``, the factor that turns the row's slip into
             the contact's (m per radian for a cylindrical joint's rotation,
             1 for its translation; ratios ``μ_i/μ`` for an ellipse on a
@@ -258,7 +261,7 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
     fs: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
     mu: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
     mu_s: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
-    dims: int = eqx.field(static=True)
+    dims: int | tuple[int, ...] = eqx.field(static=True)
     arms: Float[Array, "..."] | None = eqx.field(converter=as_optional_float)
 
     def __init__(self, fc=None, fs=None, mu=None, mu_s=None, dims=2, arms=None):
@@ -271,8 +274,21 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
             raise ValueError(
                 "IsotropicCoulomb: give `fs` with `fc`, or `mu_s` with `mu`."
             )
-        if isinstance(dims, bool) or dims not in (2, 3):
-            raise ValueError(f"`dims` must be 2 or 3 (rows per element); got {dims!r}.")
+        if isinstance(dims, (tuple, list)):
+            dims = tuple(dims)
+            if not dims or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d in (1, 2, 3)
+                for d in dims
+            ):
+                raise ValueError(
+                    "`dims` as a tuple gives each element's rows, each 1, 2 or 3; "
+                    f"got {dims!r}."
+                )
+        elif isinstance(dims, bool) or dims not in (2, 3):
+            raise ValueError(
+                "`dims` must be 2 or 3 (rows per element), or a tuple of each "
+                f"element's rows; got {dims!r}."
+            )
         self.fc = fc
         self.fs = fc if fs is None else fs
         self.mu = mu
@@ -304,7 +320,7 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
         return (("mu_s", "mu"),) if self.mu is not None else (("fs", "fc"),)
 
     @property
-    def rows_per_element(self) -> int:
+    def rows_per_element(self) -> int | tuple[int, ...]:
         return self.dims
 
     def at_state(self, system, q, qd) -> "IsotropicCoulomb":

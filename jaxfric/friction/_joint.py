@@ -15,6 +15,7 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array
 
 from .._check import (
@@ -538,8 +539,10 @@ class JointFriction(AbstractFrictionLaw):
     spherical joint (`SphericalLoad`, Comment 13) is one element of three
     rows, its contact force in the ball ``|F| <= μ_s·Σ N_k`` while stuck and
     ``μ_d·Σ N_k`` against the slip ``r_b ω_r``: the `IsotropicCoulomb` of
-    three rows with arms ``r_b``. The elements of one law have one size: all
-    one-row (revolute, translational), all cylindrical or all spherical.
+    three rows with arms ``r_b``. Elements of different sizes mix in one law
+    (a revolute crank beside a ball): at the reactions an `IsotropicCoulomb`
+    with per-element sizes, each one-row element ``μ_d·Σ c_k`` against its
+    slip.
 
     Needs a system with `joint_reactions` (`jaxfric.systems.RigidBodyTree`).
 
@@ -574,14 +577,6 @@ class JointFriction(AbstractFrictionLaw):
                 f"`effect` must be one of {_EFFECTS}; got {self.effect!r}."
             )
         _check_loads(self, self.loads, self.max_iterations)
-        rows = {len(load.row_kinds) for load in self.loads}
-        if len(rows) > 1:
-            raise ValueError(
-                "`loads` mixes elements of different sizes (CylindricalLoad: two "
-                "friction rows sharing one friction disk, SphericalLoad: three, "
-                "the others one); the exact switch path takes elements of one "
-                "size per law: use JointLuGre for the mix."
-            )
 
     def parameter_checks(self):
         return _coefficient_checks(self)
@@ -590,10 +585,11 @@ class JointFriction(AbstractFrictionLaw):
         return (("mu_static", "mu_dynamic"),)
 
     @property
-    def rows_per_element(self) -> int:
+    def rows_per_element(self) -> int | tuple[int, ...]:
         """1, or 2 for cylindrical joints (`CylindricalLoad`), 3 for
-        spherical ones (`SphericalLoad`)."""
-        return len(self.loads[0].row_kinds)
+        spherical ones (`SphericalLoad`); each element's where they differ."""
+        sizes = tuple(len(load.row_kinds) for load in self.loads)
+        return sizes[0] if len(set(sizes)) == 1 else sizes
 
     def coefficients(self) -> tuple[SlipVector, SlipVector]:
         """``(μ_s, μ_d)`` per element after `effect`."""
@@ -611,17 +607,19 @@ class JointFriction(AbstractFrictionLaw):
         reaction loads (`jaxfric.systems.AbstractSystem.joint_reactions`;
         `AbstractJointLoad.contributions`), N·m or N per unit coefficient:
         ``μ·c`` is each one's share of the friction torque or force (of a
-        cylindrical or spherical joint: of its contact force, N)."""
+        cylindrical or spherical joint: of its contact force, N). Where load
+        models of different kinds mix, each element's row is padded with zeros
+        to the longest (in the order of its `contribution_names`)."""
         mu_s, _ = self.coefficients()
         pairs = _element_reactions(self.loads, reactions)
-        return jnp.stack(
-            [
-                load.contributions(wrench, position, mu_s[k])
-                for k, (load, (wrench, position)) in enumerate(
-                    zip(self.loads, pairs, strict=True)
-                )
-            ]
-        )
+        rows = [
+            load.contributions(wrench, position, mu_s[k])
+            for k, (load, (wrench, position)) in enumerate(
+                zip(self.loads, pairs, strict=True)
+            )
+        ]
+        width = max(row.shape[0] for row in rows)
+        return jnp.stack([jnp.pad(row, (0, width - row.shape[0])) for row in rows])
 
     def at_reactions(self, reactions: JointReactions) -> Coulomb | IsotropicCoulomb:
         """The Coulomb law at the reactions: slip level ``μ_d·Σ c_k``, static
@@ -631,14 +629,22 @@ class JointFriction(AbstractFrictionLaw):
         same with the arms ``r_b`` of their three rows."""
         load = jnp.sum(self.contributions(reactions), 1)
         mu_s, mu_d = self.coefficients()
-        if self.rows_per_element == 1:
+        dims = self.rows_per_element
+        if dims == 1:
             return Coulomb(fc=mu_d * load, fs=mu_s * load)
-        rows = self.rows_per_element
-        arms = jnp.concatenate([load_.arms for load_ in self.loads])
+        sizes = [len(load_.row_kinds) for load_ in self.loads]
+        # A one-row element's level is its torque or force itself: arm 1.
+        arms = jnp.concatenate(
+            [
+                load_.arms if size > 1 else jnp.ones(1, dtype=load.dtype)
+                for load_, size in zip(self.loads, sizes, strict=True)
+            ]
+        )
+        repeats = np.asarray(sizes)
         return IsotropicCoulomb(
-            fc=jnp.repeat(mu_d * load, rows),
-            fs=jnp.repeat(mu_s * load, rows),
-            dims=rows,
+            fc=jnp.repeat(mu_d * load, repeats, total_repeat_length=sum(sizes)),
+            fs=jnp.repeat(mu_s * load, repeats, total_repeat_length=sum(sizes)),
+            dims=dims,
             arms=arms,
         )
 

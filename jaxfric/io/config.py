@@ -688,9 +688,7 @@ def build_friction(
         ConfigError: naming ``[friction]`` and the key: ``from_file`` without a
             MotionSolve ``[system]`` file or for a file without
             ``Force_JointFriction`` elements (naming the file), another type,
-            other keys; ``type = "JointFriction"`` for a file whose friction
-            elements differ in size (cylindrical, spherical and one-row joints
-            mixed), ``type = "JointLuGre"`` for one whose
+            other keys; ``type = "JointLuGre"`` for a file whose
             elements differ in their bristle parameters.
     """
     if not isinstance(table, Mapping) or "from_file" not in table:
@@ -728,13 +726,6 @@ def build_friction(
             f"[friction] key 'from_file': {file} has no <Force_JointFriction> element."
         )
     law = getattr(model, FRICTION_FROM_FILE[type_name])
-    if law is None and type_name == "JointFriction":
-        raise ConfigError(
-            f"[friction] key 'type': {file} mixes friction elements of different "
-            "sizes (cylindrical: two rows, spherical: three, the others one), "
-            "which one exact law (type = 'JointFriction') does not take yet; "
-            "type = 'JointLuGre' reads the mix (MotionSolve Comments 7, 11, 13)."
-        )
     if law is None:
         raise ConfigError(
             f"[friction] key 'type': the <Force_JointFriction> elements of {file} "

@@ -101,10 +101,9 @@ one `jaxfric.CylindricalLoad` (``pin_radius``, ``initial_overlap``,
 reaction force plus the preload) the element is one `jaxfric.SphericalLoad`
 (``ball_radius``, ``torque_preload``, ``inputs``) on the ball element
 ``("<id>.x", "<id>.y", "<id>.z")`` of the system's ``friction_joints``: three
-rows, the relative angular velocity. The exact law takes elements of one
-size (all cylindrical, all spherical, or all of one row): a file with a mix has
-`MotionSolveModel.friction` `None` and its elements in
-`MotionSolveModel.lugre_friction` only. ``torque_preload``, in
+rows, the relative angular velocity. Elements of different sizes (a
+cylindrical, a spherical and a revolute joint) share one exact law (a
+`JointFriction` with per-element sizes) and one LuGre law. ``torque_preload``, in
 MotionSolve's syntax for the cylindrical joint but not in Comment 11, is
 named in the warning. ``mu_static`` and
 ``mu_dynamic`` are per element where they differ; ``effect`` is the law's
@@ -372,10 +371,8 @@ class MotionSolveModel(NamedTuple):
             one per element in file order (the system's ``friction_joints``: one
             tree joint per element, two for a cylindrical joint, its
             ``"<id>.rotation"`` then ``"<id>.translation"``, a ball element of
-            three for a spherical one); `None` without any (and then no
-            friction joints), and where elements of different sizes mix (one
-            exact law takes elements of one size: `lugre_friction` takes the
-            mix).
+            three for a spherical one; elements of different sizes mix);
+            `None` without any (and then no friction joints).
         lugre_friction: the same elements as MotionSolve's LuGre law
             (`JointLuGre`, Comments 3, 7, 11 and 13) with their bristle parameters
             and each element's ``effect`` folded into its coefficients
@@ -1176,16 +1173,13 @@ def _friction(
         for s, d, e in zip(mu_s, mu_d, effects, strict=True)
     ]
     folded = [s for s, _ in pairs], [d for _, d in pairs]
-    law = None
-    if len({len(load.row_kinds) for load in loads}) == 1:
-        # One element size per exact law (`JointFriction`); the file's
-        # coefficients and shared effect where there is one.
-        coefficients = (mu_s, mu_d) if len(set(effects)) == 1 else folded
-        law = JointFriction(
-            *map(_per_element, coefficients),
-            loads=tuple(loads),
-            effect=effects[0] if len(set(effects)) == 1 else "all",
-        )
+    # The file's coefficients and shared effect where there is one.
+    coefficients = (mu_s, mu_d) if len(set(effects)) == 1 else folded
+    law = JointFriction(
+        *map(_per_element, coefficients),
+        loads=tuple(loads),
+        effect=effects[0] if len(set(effects)) == 1 else "all",
+    )
     shared = {
         name: lugre[0][name]
         for name in _LUGRE_SHARED
@@ -1260,8 +1254,7 @@ def load_motionsolve(path: str | os.PathLike) -> MotionSolveModel:
     Returns:
         A `MotionSolveModel`: the `RigidBodyTree` (m, kg, kg·m², m/s²), the
         `JointFriction` law of the joint friction elements (arms and radii m,
-        preloads N·m or N; `None` without any, or with elements of different
-        sizes: cylindrical, spherical and one-row joints mixed) and their
+        preloads N·m or N; `None` without any) and their
         `JointLuGre` form, the end
         time ``t1`` (s) and
         ``num_steps``, the file's joint coordinates ``q0`` (rad or m), the ids

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._check import AbstractCheck, check_finite, is_concrete
+from .._math import element_sizes
 from ..forces import AbstractForce, FunctionForce
 from ..systems import AbstractSystem, ConfigurationStatus
 from ._law import AbstractFrictionLaw
@@ -85,21 +86,33 @@ def check_law_size(friction: AbstractFrictionLaw, m: int) -> None:
 
 
 def check_law_elements(friction: AbstractFrictionLaw, system) -> None:
-    """A load-independent law on a system's vector elements
-    (`AbstractSystem.vector_elements`, e.g. a ball joint's three rows) must
-    have elements of their size starting at their rows: scalar rows on a ball
-    joint would be friction about three axes of the socket's frame, not one
-    torque against the rotation. (Load models check their own rows.)"""
-    size = friction.rows_per_element
+    """A load-independent law's elements must cover the system's friction
+    rows, and its elements on the system's vector elements
+    (`AbstractSystem.vector_elements`, e.g. a ball joint's three rows) must be
+    of their size, starting at their rows: scalar rows on a ball joint would
+    be friction about three axes of the socket's frame, not one torque
+    against the rotation. (Load models check their own rows.)"""
+    if friction.load_dependent:
+        return
+    name = type(friction).__name__
+    dims = friction.rows_per_element
+    try:
+        sizes = element_sizes(dims, system.n_friction)
+    except ValueError as error:
+        raise ValueError(
+            f"the law `{name}` with elements of {dims} row(s) does not fit the "
+            f"system's n_friction={system.n_friction} rows: {error}"
+        ) from None
+    starts = dict(zip(np.cumsum((0,) + sizes)[:-1].tolist(), sizes, strict=True))
     for start, rows in system.vector_elements:
-        if not friction.load_dependent and (size != rows or start % size):
+        if starts.get(start) != rows:
             raise ValueError(
                 f"friction rows {start}..{start + rows - 1} of the system are one "
                 f"element of {rows} rows (a ball joint's relative angular "
-                f"velocity), but the law `{type(friction).__name__}` has elements "
-                f"of {size} row(s) (from row 0): use a law with {rows}-row "
-                f"elements that start there, e.g. IsotropicCoulomb(dims={rows}), "
-                "or JointFriction with SphericalLoad."
+                f"velocity), but the law `{name}` has elements of {dims} row(s) "
+                f"(from row 0): use a law with a {rows}-row element that starts "
+                f"there, e.g. IsotropicCoulomb(dims={rows}) (or a tuple of each "
+                "element's rows), or JointFriction with SphericalLoad."
             )
 
 

@@ -53,11 +53,13 @@ class AbstractFrictionLaw(eqx.Module):
         return self
 
     @property
-    def rows_per_element(self) -> int:
+    def rows_per_element(self) -> int | tuple[int, ...]:
         """Slip rows per friction element: 1, or the rows of a vector element
         (2 for friction in a contact plane: the element's force lies in a disk
-        of its rows, `jaxfric.friction.IsotropicCoulomb`). Consecutive rows of
-        ``J`` form one element."""
+        of its rows, `jaxfric.friction.IsotropicCoulomb`), or a tuple of each
+        element's rows where they differ (a revolute joint's one row beside a
+        ball joint's three, `jaxfric.friction.JointFriction`). Consecutive
+        rows of ``J`` form one element."""
         return 1
 
     def at_state(self, system, q, qd) -> "AbstractFrictionLaw":

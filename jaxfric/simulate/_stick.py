@@ -13,6 +13,7 @@ import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.extend.core import Var
 
 from .._linalg import (
@@ -22,7 +23,7 @@ from .._linalg import (
     spd_solve,
     zero_pivot_tol,
 )
-from .._math import block_dot, block_norm
+from .._math import block_dot, block_norm, element_index, element_sizes, is_vector
 from .._types import Coordinates, Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
 from ._law import AbstractFrictionLaw
@@ -438,7 +439,7 @@ def stick_margin(
         )
     limit_pos, limit_neg, _ = limit_scale(law, friction)
     dims = law.rows_per_element
-    if dims > 1:
+    if is_vector(dims):
         # A vector element breaks away when its force's norm reaches the limit.
         return limit_pos - law.force_norm(friction)
     return jnp.minimum(limit_pos - friction, limit_neg + friction)
@@ -878,9 +879,11 @@ def isotropic_modes(
     """
     d = law.rows_per_element
     m = modes.shape[0]
-    count = m // d
+    sizes = element_sizes(d, m)
+    count, widest = len(sizes), max(sizes)
+    starts = np.cumsum((0,) + sizes)[:-1]
     parts = stick_parts(system, q, qd, net, dynamics)
-    element = jnp.arange(m) // d
+    element = jnp.asarray(element_index(d, m))
     rest = at_zero | released
     # The slip of the elements at rest is projected to zero after this.
     slip = jnp.where(rest, 0.0, parts.jac @ qd)
@@ -900,7 +903,7 @@ def isotropic_modes(
         arms = law_at.row_arms(slip)
         # The kinetic level per row: the norm of the contact force slipping
         # from rest along any unit direction (here each element's first row).
-        first_rows = jnp.zeros_like(slip).at[::d].set(1.0)
+        first_rows = jnp.zeros_like(slip).at[starts].set(1.0)
         kinetic = law_at.force_norm(law_at.slip_force(jnp.zeros_like(slip), first_rows))
         weights = jnp.maximum(limit, 1e-30)
 
@@ -911,20 +914,24 @@ def isotropic_modes(
             def one(k, reference):
                 rows = element == k
                 f_slip = jnp.where(rows, 0.0, law_at.slip_force(slip, reference))
-                start = k * d
-                basis = jax.lax.dynamic_slice_in_dim(
-                    jnp.eye(m, dtype=slip.dtype), start, d
-                )
-                a0 = jax.lax.dynamic_slice_in_dim(rates(f_slip, stuck)[1], start, d)
+                # Element k's rows, padded to the widest element's size (the
+                # padding: index m, dropped; an identity block in the problem,
+                # so its part of the direction is zero).
+                start = jnp.asarray(starts)[k]
+                valid = jnp.arange(widest) < jnp.asarray(sizes)[k]
+                index = jnp.where(valid, start + jnp.arange(widest), m)
+                safe = jnp.minimum(index, m - 1)
+                eye = jnp.eye(widest, dtype=slip.dtype)
+                basis = jnp.where(valid[:, None], jnp.eye(m, dtype=slip.dtype)[safe], 0)
+                a0 = jnp.where(valid, rates(f_slip, stuck)[1][safe], 0.0)
                 columns = jax.vmap(lambda e: rates(f_slip + e, stuck)[1])(basis)
-                columns = jax.lax.dynamic_slice_in_dim(columns, start, d, axis=1)
-                delassus = (a0[None, :] - columns).T
-                arm = jax.lax.dynamic_slice_in_dim(arms, start, d)
+                delassus = (a0[None, :] - columns[:, safe]).T
+                delassus = jnp.where(valid[:, None] & valid[None, :], delassus, eye)
+                arm = jnp.where(valid, arms[safe], 1.0)
                 applies = jnp.any(rows & moving)
                 # Elements that do not slip from rest get a harmless problem:
                 # its value is discarded, and a singular one would make
                 # gradients NaN.
-                eye = jnp.eye(d, dtype=a0.dtype)
                 a0 = jnp.where(applies, arm * a0, eye[0])
                 delassus = jnp.where(
                     applies, arm[:, None] * delassus * arm[None, :], eye
@@ -935,7 +942,7 @@ def isotropic_modes(
                     # Back from the contact's slip to the rows.
                     u = u / arm
                     u = u / jnp.sqrt(u @ u)
-                new = jax.lax.dynamic_update_slice_in_dim(reference, u, start, 0)
+                new = reference.at[index].set(u, mode="drop")
                 return jnp.where(applies, new, reference)
 
             def sweep(_, reference):

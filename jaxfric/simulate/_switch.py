@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import optimistix as optx
 
-from .._math import block_dot, block_norm
+from .._math import block_dot, block_norm, element_index, is_vector
 from .._types import Array, Bool, Coordinates, Float, Int, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem, Dynamics
@@ -239,9 +239,7 @@ def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
         reference=seg.reference,
     )  # fmt: skip
     slip = dynamics.jac @ qd
-    if seg.reference is None:
-        return _conditions(seg.modes, None, slip, law_at, friction)
-    slip_rate = dynamics.jac @ acc + dynamics.jdot_qd
+    slip_rate = dynamics.jac @ acc + dynamics.jdot_qd  # vector elements only
     # Right after the start a released element's slip is ~|ṡ|·(t − t_start):
     # the stop threshold stays below it there.
     threshold = jnp.minimum(_stop_threshold(t), 0.5 * (t - seg.t_start))
@@ -261,15 +259,20 @@ def _element_conditions(t, y, seg: _Segment) -> Float[Array, " m"]:
 _VECTOR_STOP_WINDOW = 1e-8
 
 
+def _time_tol(dtype) -> float:
+    """The event times' tolerance, s: `_EVENT_TIME_TOL`, or 32 ulp of the
+    dtype where that is coarser (float32)."""
+    return max(_EVENT_TIME_TOL, 32 * float(jnp.finfo(dtype).eps))
+
+
 def _stop_threshold(t) -> Float[Array, ""]:
     """How close (s) to its stop a vector element's slip counts as stopped in
-    its event condition (`_conditions`): the event times' tolerance."""
-    eps = 32 * float(jnp.finfo(jnp.result_type(t)).eps)
-    return max(_EVENT_TIME_TOL, eps) * (1 + jnp.abs(t))
+    its event condition (`_conditions`): the event times' tolerance at `t`."""
+    return _time_tol(jnp.result_type(t)) * (1 + jnp.abs(t))
 
 
 def _conditions(
-    modes, reference, slip, law_at, friction, slip_rate=None, threshold=None
+    modes, reference, slip, law_at, friction, slip_rate, threshold
 ) -> Float[Array, " m"]:
     """The stick margin of stuck elements (`stick_margin`); ``mode·s`` of
     slipping ones, or for a vector element ``s·u`` with ``u`` its slip
@@ -278,7 +281,7 @@ def _conditions(
     right) or when it turns a right angle from ``u`` (then it slips on with a
     new ``u``, `_switch`).
 
-    With `slip_rate` ``ṡ`` and a `threshold` ``T`` (s), a vector element's
+    With the slip rate ``ṡ`` and a `threshold` ``T`` (s), a vector element's
     condition is also at most ``|s| − T|ṡ|``: zero within ``T`` of a stop
     however the slip comes to rest. Where its direction swings on the way
     (rows of different mobilities, a torque across the slip) it may come to
@@ -293,11 +296,8 @@ def _conditions(
     else:
         dims = law_at.rows_per_element
         moving = block_dot(slip, reference, dims)
-        if slip_rate is not None:
-            speed = (
-                block_norm(slip, dims)[0] - threshold * block_norm(slip_rate, dims)[0]
-            )
-            moving = jnp.minimum(moving, speed)
+        speed = block_norm(slip, dims)[0] - threshold * block_norm(slip_rate, dims)[0]
+        moving = jnp.minimum(moving, speed)
     return jnp.where(modes == STICK, stick_margin(law_at, friction), moving)
 
 
@@ -616,15 +616,12 @@ def _switching_elements(
     )
     slip = dynamics.jac @ qd_e
     slip_rate = dynamics.jac @ acc + dynamics.jdot_qd
-    if reference is None:
-        g = _conditions(modes, None, slip, law_at, friction)
-    else:
-        g = _conditions(
-            modes, reference, slip, law_at, friction, slip_rate, _stop_threshold(t_e)
-        )
+    g = _conditions(
+        modes, reference, slip, law_at, friction, slip_rate, _stop_threshold(t_e)
+    )
     window = 100 * time_tol * (1 + jnp.abs(t_e))
     dims = law.rows_per_element
-    element = jnp.arange(modes.shape[0]) // dims
+    element = jnp.asarray(element_index(dims, modes.shape[0]))
     if reference is None:
         soon = ~stuck & (g <= jnp.abs(slip_rate) * window)
     else:
@@ -840,7 +837,7 @@ class SwitchPath(AbstractPath):
         controller = step_controller(
             options.rtol, options.atol, options.dtmax, options.jump_ts
         )
-        time_tol = max(_EVENT_TIME_TOL, 32 * float(jnp.finfo(dtype).eps))
+        time_tol = _time_tol(dtype)
         event = diffrax.Event(
             _event_condition,
             root_finder=_EventRoot(rtol=time_tol, atol=time_tol),
@@ -860,7 +857,7 @@ class SwitchPath(AbstractPath):
         slip0 = system.slip_velocity(q0, qd0)
         modes0 = jnp.sign(slip0).astype(jnp.int32)
         reference0 = None
-        if law.rows_per_element > 1:
+        if is_vector(law.rows_per_element):
             speed, moving = block_norm(slip0, law.rows_per_element)
             modes0 = moving.astype(jnp.int32)
             reference0 = jnp.where(moving, slip0 / jnp.where(moving, speed, 1.0), 0.0)
