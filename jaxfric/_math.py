@@ -28,6 +28,7 @@ values, to any order.
 """
 
 import itertools
+import operator
 
 import jax
 import jax.numpy as jnp
@@ -123,7 +124,8 @@ def element_sizes(dims: int | tuple[int, ...], m: int) -> tuple[int, ...]:
     each (an int), or the per-element sizes `dims` (a tuple, e.g. a
     revolute joint's one row beside a ball joint's three); raises unless they
     cover the `m` rows exactly."""
-    if isinstance(dims, int):
+    if not isinstance(dims, tuple):
+        dims = operator.index(dims)  # an int, or a numpy integer
         if m % dims:
             raise ValueError(
                 f"blocks of {dims} rows need a vector whose length is a multiple "
@@ -142,6 +144,11 @@ def element_index(dims: int | tuple[int, ...], m: int) -> np.ndarray:
     """The element of each of `m` rows (`element_sizes`), static."""
     sizes = element_sizes(dims, m)
     return np.repeat(np.arange(len(sizes)), sizes)
+
+
+def element_starts(dims: int | tuple[int, ...], m: int) -> np.ndarray:
+    """The first row of each element of `m` rows (`element_sizes`), static."""
+    return np.cumsum((0,) + element_sizes(dims, m))[:-1]
 
 
 def is_vector(dims: int | tuple[int, ...]) -> bool:

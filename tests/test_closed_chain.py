@@ -326,17 +326,16 @@ def test_ball_element_in_a_closed_chain_slip_and_statics():
     x = wrenches_by_statics(th, q1, f)
     np.testing.assert_allclose(applied, [x[5], 0.0], rtol=1e-10, atol=1e-12)
     w = np.asarray(chain.joint_reactions(z, zero, zero, applied, friction).wrench)
+    # The crank's and rocker's wrenches (from the ground, about the pivot) in
+    # their links' frames, turned by th and q2 about z.
     f_o, m_o, f_a, f_d, m_d = x[0:3], x[3:5], x[6:9], x[12:15], x[15:17]
-    for row, force, moment in ((0, f_o, m_o), (4, f_d, m_d)):
-        np.testing.assert_allclose(
-            np.hypot(*w[row, 3:5]), np.hypot(*force[:2]), rtol=1e-10
-        )
-        np.testing.assert_allclose(w[row, 5], force[2], rtol=1e-10, atol=1e-10)
-        np.testing.assert_allclose(
-            np.hypot(*w[row, 0:2]), np.hypot(*moment), rtol=1e-10
-        )
-    np.testing.assert_allclose(w[0, 2], x[5], rtol=1e-10)
-    np.testing.assert_allclose(w[4, 2], 0.0, atol=1e-10)
+    for row, angle, force, moment in (
+        (0, th, f_o, [*m_o, x[5]]),
+        (4, q2, f_d, [*m_d, 0.0]),
+    ):
+        frame = _rot(2, angle).T
+        np.testing.assert_allclose(w[row, 3:], frame @ force, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(w[row, :3], frame @ moment, rtol=1e-10, atol=1e-10)
     # The ball's three rows: its force, and the moment through massless
     # gimbals is the friction torque alone.
     np.testing.assert_allclose(
@@ -345,6 +344,11 @@ def test_ball_element_in_a_closed_chain_slip_and_statics():
     np.testing.assert_allclose(
         np.linalg.norm(w[1:4, :3], axis=1), np.linalg.norm(f), rtol=1e-10
     )
+    # A loop on a gimbal link would put a second force on the ball's joints.
+    tree, loop = chain.tree, chain.loops[0]
+    gimbal = LoopJoint("ball", "ball_gimbal_1", "rocker_link")
+    with pytest.raises(ValueError, match="gimbal link of a ball-joint friction"):
+        ClosedChain(tree, [loop, gimbal], independent=[0, 3], q_guess=chain.q_guess)
 
 
 def wrenches_by_statics(th, q1, f):

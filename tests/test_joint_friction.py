@@ -728,6 +728,9 @@ def test_cylindrical_load_checks():
     ).rows_per_element == (2, 1)
     with pytest.raises(ValueError, match="each 1, 2 or 3"):
         jf.friction.IsotropicCoulomb(fc=1.0, dims=(2, 4))
+    with pytest.raises(ValueError, match="at least one above 1"):
+        jf.friction.IsotropicCoulomb(fc=1.0, dims=(1, 1))
+    assert type(jf.friction.IsotropicCoulomb(fc=1.0, dims=np.int64(3)).dims) is int
     with pytest.raises(ValueError, match="`arms` must lie in"):
         jf.friction.IsotropicCoulomb(fc=1.0, arms=jnp.array([0.0, 1.0]))
     # At the reactions, the exact law is the contact's friction disk: levels
@@ -922,18 +925,19 @@ def test_ball_beside_a_rotor_in_one_exact_law():
     # SphericalLoad) spun and reversed as in the closed-form test above, and
     # beside it a rotor on its own revolute joint (one row, RevoluteLoad; its
     # centre of mass on the axis, so its pin carries only its weight, axially)
-    # spun at 10 rad/s: it stops at I w0/(mu_d (r_n m g + T_pre/mu_s)).
+    # spun at 10 rad/s: it stops at I w0/(mu_d (r_n m g + T_pre/mu_s)). The
+    # rotor's row first: the ball's element starts at row 1.
     zero = np.zeros((3, 3))
     system = jf.systems.RigidBodyTree(
         [-1, 0, 1, -1], ["revolute"] * 4, [*np.eye(3), (0, 0, 1)], np.zeros((4, 3)),
         mass=[0.0, 0.0, BALL_M, M], com=np.zeros((4, 3)),
         inertia=[zero, zero, BALL_I * np.eye(3), INERTIA * np.eye(3)],
         gravity=(0.0, 0.0, -G), joint_names=["bx", "by", "bz", "rotor"],
-        friction_joints=[("bx", "by", "bz"), "rotor"],
+        friction_joints=["rotor", ("bx", "by", "bz")],
     )  # fmt: skip
     ball = jf.SphericalLoad(ball_radius=BALL_RB, torque_preload=BALL_PRE)
-    law = jf.JointFriction(0.5, 0.4, loads=(ball, _load()))
-    assert law.rows_per_element == (3, 1)
+    law = jf.JointFriction(0.5, 0.4, loads=(_load(), ball))
+    assert law.rows_per_element == (1, 3)
 
     class Torques(jf.forces.AbstractStatelessForce):
         def __call__(self, t, q, qd):

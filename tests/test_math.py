@@ -6,7 +6,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxfric._math import cos, sin, sincos
+from jaxfric._math import (
+    block_dot,
+    block_norm,
+    cos,
+    element_index,
+    element_starts,
+    sin,
+    sincos,
+)
 
 _sincos = jax.jit(sincos)
 
@@ -77,3 +85,33 @@ def test_sincos_derivatives():
     # Reverse mode through a pair, under vmap.
     g = jax.vmap(jax.grad(lambda t: sincos(t)[0] * sincos(t)[1]))(x)
     np.testing.assert_allclose(np.asarray(g), np.cos(2 * np.asarray(x)), atol=1e-15)
+
+
+def test_block_sums_over_elements_of_one_or_several_sizes():
+    # Norms and dot products per friction element, repeated on its rows:
+    # elements of one size (an int) or of their own sizes (a tuple).
+    x = jnp.array([3.0, -2.0, 2.0, 1.0, 4.0, 0.0, 0.0])
+    y = jnp.arange(7.0)
+    np.testing.assert_allclose(
+        block_norm(x, (1, 3, 1, 2))[0], [3.0, 3.0, 3.0, 3.0, 4.0, 0.0, 0.0]
+    )
+    assert block_norm(x, (1, 3, 1, 2))[1].tolist() == [True] * 5 + [False] * 2
+    np.testing.assert_allclose(
+        block_dot(x, y, (1, 3, 1, 2)), [0.0, 5.0, 5.0, 5.0, 16.0, 0.0, 0.0]
+    )
+    np.testing.assert_allclose(
+        block_norm(x[:6], 2)[0], np.repeat([np.sqrt(13), np.sqrt(5), 4.0], 2)
+    )
+    assert element_index((1, 3, 1, 2), 7).tolist() == [0, 1, 1, 1, 2, 3, 3]
+    assert element_starts((1, 3, 1, 2), 7).tolist() == [0, 1, 4, 5]
+    assert element_starts(2, 4).tolist() == [0, 2]
+    # The norm's gradient is finite where it is zero.
+    assert np.all(
+        np.isfinite(jax.grad(lambda v: block_norm(v, (2, 1))[0][0])(jnp.zeros(3)))
+    )
+    with pytest.raises(ValueError, match="multiple of 3"):
+        block_norm(x, 3)
+    with pytest.raises(
+        ValueError, match=r"\(1, 3\) rows \(4 in all\) do not cover the 7"
+    ):
+        block_norm(x, (1, 3))

@@ -276,19 +276,24 @@ class IsotropicCoulomb(AbstractSetValuedLaw):
             )
         if isinstance(dims, (tuple, list)):
             dims = tuple(dims)
-            if not dims or not all(
-                isinstance(d, int) and not isinstance(d, bool) and d in (1, 2, 3)
-                for d in dims
+            if (
+                not all(
+                    isinstance(d, int) and not isinstance(d, bool) and d in (1, 2, 3)
+                    for d in dims
+                )
+                or max(dims, default=1) == 1
             ):
                 raise ValueError(
-                    "`dims` as a tuple gives each element's rows, each 1, 2 or 3; "
-                    f"got {dims!r}."
+                    "`dims` as a tuple gives each element's rows, each 1, 2 or 3, "
+                    f"at least one above 1 (else use Coulomb); got {dims!r}."
                 )
         elif isinstance(dims, bool) or dims not in (2, 3):
             raise ValueError(
                 "`dims` must be 2 or 3 (rows per element), or a tuple of each "
                 f"element's rows; got {dims!r}."
             )
+        else:
+            dims = int(dims)  # a Python int (static), also from a NumPy integer
         self.fc = fc
         self.fs = fc if fs is None else fs
         self.mu = mu

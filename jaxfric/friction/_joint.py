@@ -626,13 +626,15 @@ class JointFriction(AbstractFrictionLaw):
         limit ``μ_s·Σ c_k`` (N·m or N); for cylindrical joints the
         `IsotropicCoulomb` of their contact force (N) with the arms ``(r_p,
         1)`` of their rotation and translation rows; for spherical joints the
-        same with the arms ``r_b`` of their three rows."""
+        same with the arms ``r_b`` of their three rows. Where sizes mix, one
+        `IsotropicCoulomb` with each element's rows (`dims` a tuple), a
+        one-row element's level its torque or force ``μ·Σ c_k`` with arm 1."""
         load = jnp.sum(self.contributions(reactions), 1)
         mu_s, mu_d = self.coefficients()
         dims = self.rows_per_element
         if dims == 1:
             return Coulomb(fc=mu_d * load, fs=mu_s * load)
-        sizes = [len(load_.row_kinds) for load_ in self.loads]
+        sizes = dims if isinstance(dims, tuple) else (dims,) * len(self.loads)
         # A one-row element's level is its torque or force itself: arm 1.
         arms = jnp.concatenate(
             [

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._check import AbstractCheck, check_finite, is_concrete
-from .._math import element_sizes
+from .._math import element_sizes, element_starts
 from ..forces import AbstractForce, FunctionForce
 from ..systems import AbstractSystem, ConfigurationStatus
 from ._law import AbstractFrictionLaw
@@ -103,7 +103,9 @@ def check_law_elements(friction: AbstractFrictionLaw, system) -> None:
             f"the law `{name}` with elements of {dims} row(s) does not fit the "
             f"system's n_friction={system.n_friction} rows: {error}"
         ) from None
-    starts = dict(zip(np.cumsum((0,) + sizes)[:-1].tolist(), sizes, strict=True))
+    starts = dict(
+        zip(element_starts(dims, system.n_friction).tolist(), sizes, strict=True)
+    )
     for start, rows in system.vector_elements:
         if starts.get(start) != rows:
             raise ValueError(

@@ -13,7 +13,6 @@ import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.extend.core import Var
 
 from .._linalg import (
@@ -23,7 +22,14 @@ from .._linalg import (
     spd_solve,
     zero_pivot_tol,
 )
-from .._math import block_dot, block_norm, element_index, element_sizes, is_vector
+from .._math import (
+    block_dot,
+    block_norm,
+    element_index,
+    element_sizes,
+    element_starts,
+    is_vector,
+)
 from .._types import Coordinates, Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
 from ._law import AbstractFrictionLaw
@@ -281,10 +287,11 @@ def friction_at_modes(
 
     Slipping elements take ``law.slip_force(s, mode)`` with the direction held
     by the mode (Farhat et al. 2010, Eq. 8), or, for vector elements
-    (`AbstractFrictionLaw.rows_per_element` > 1), with the unit `reference`
-    direction of each element's slip (`isotropic_modes`); stuck ones the
-    Delassus solve, redundant ones sharing their load at the least largest
-    fraction of their static limits (`split`, `psd_solve` with `limits`;
+    (`AbstractFrictionLaw.rows_per_element` > 1, or per-element sizes), with
+    the unit `reference` direction of each element's slip
+    (`isotropic_modes`); stuck ones the Delassus solve, redundant ones
+    sharing their load at the least largest fraction of their static limits
+    (`split`, `psd_solve` with `limits`;
     without it the stick forces of redundant elements are any that hold
     them, and the accelerations the same). `dynamics`:
     `AbstractSystem.dynamics` at ``(q, q̇)`` when the caller has it; `parts`:
@@ -845,6 +852,7 @@ def isotropic_modes(
     dynamics: Dynamics | None = None,
 ) -> tuple[Int[jax.Array, " m"], SlipVector, jax.Array]:
     """Modes and slip directions of vector elements (`rows_per_element` > 1,
+    or per-element sizes: every element of such a law;
     `jaxfric.friction.IsotropicCoulomb`) at zero slip velocity: the vector
     form of Farhat et al. 2010, Sec. 4.2.
 
@@ -881,7 +889,7 @@ def isotropic_modes(
     m = modes.shape[0]
     sizes = element_sizes(d, m)
     count, widest = len(sizes), max(sizes)
-    starts = np.cumsum((0,) + sizes)[:-1]
+    starts = element_starts(d, m)
     parts = stick_parts(system, q, qd, net, dynamics)
     element = jnp.asarray(element_index(d, m))
     rest = at_zero | released

@@ -18,7 +18,8 @@ force. Segments also end at every k-th save time (short save buffers, see
 `SwitchPath.run`); the modes do not change there.
 
 Vector elements (several slip rows with a disk limit, e.g. friction in a
-contact plane, `AbstractFrictionLaw.rows_per_element` > 1) slip with a
+contact plane, `AbstractFrictionLaw.rows_per_element` > 1, and every
+element of a law with per-element sizes) slip with a
 reference direction ``u`` per segment instead of a sign: their condition is
 ``s·u`` (zero at the stop, or after a right-angle turn of the slip) and
 `_stick.isotropic_modes` chooses their modes and the directions of elements
@@ -186,8 +187,8 @@ class _Segment(eqx.Module):
     # `DipGuard`'s history of the step ends before `t_start` (a segment that
     # continues another across a save time keeps screening from its start).
     dip_history: tuple
-    # Vector elements (`rows_per_element` > 1): the unit slip direction of each
-    # slipping element at the segment's start, per row; `None` otherwise.
+    # Vector elements (`is_vector(rows_per_element)`): the unit slip direction of
+    # each slipping element at the segment's start, per row; `None` otherwise.
     reference: Float[Array, " m"] | None = None
 
 

@@ -8,15 +8,17 @@ dependent ``y``. At every evaluation ``y(z)`` is solved from ``Φ(z, y) = 0`` by
 Gauss–Newton, so closure holds to the solver tolerance along any trajectory (no
 drift, no Baumgarte terms). With ``R = ∂q/∂z`` (``R_z = I``,
 ``R_y = −Φ_y⁺ Φ_z``) and ``q̈ = R z̈ + c``, ``c_y = −Φ_y⁺ (Φ̇_q q̇)``, the
-tree's equations ``M q̈ + h = τ + Φ_qᵀ λ − E_fᵀ f`` projected on ``Rᵀ``
+tree's equations ``M q̈ + h = τ + Φ_qᵀ λ − J_tᵀ f`` projected on ``Rᵀ``
 (``Φ_q R = 0`` removes ``λ``) give a system of the usual form in ``z``:
 
-    (Rᵀ M R) z̈ = Rᵀ τ − Rᵀ (M c + h) − (E_f R)ᵀ f,
+    (Rᵀ M R) z̈ = Rᵀ τ − Rᵀ (M c + h) − (J_t R)ᵀ f,
 
-so the switch path, the smooth laws, identification and optimisation run on
-it unchanged. ``Φ_y⁺`` is a least-squares inverse: redundant closure
-equations (a planar loop closed by a spatial joint) are allowed as long as they
-are consistent and fix every dependent coordinate.
+(``J_t`` the tree's friction Jacobian: rows of single joints, or a ball
+element's relative angular velocity), so the switch path, the smooth laws,
+identification and optimisation run on it unchanged. ``Φ_y⁺`` is a
+least-squares inverse: redundant closure equations (a planar loop closed by
+a spatial joint) are allowed as long as they are consistent and fix every
+dependent coordinate.
 """
 
 from collections.abc import Sequence
@@ -247,6 +249,16 @@ class ClosedChain(AbstractSystem):
         if int(max_iterations) < 1:
             raise ValueError(f"`max_iterations` must be >= 1; got {max_iterations}.")
         names = tree.model.link_names
+        # A ball element's reaction is its third joint's wrench: its gimbal
+        # links (the first two joints' children) must carry nothing else.
+        inner = {
+            j for row in tree.ball_rows for j in tree.friction_joints[row : row + 2]
+        }
+        gimbals = {
+            name
+            for name, body in zip(names, tree.model.link_bodies, strict=True)
+            if body in inner
+        }
         frames = []
         for lp in loops:
             for link in (lp.link_a, lp.link_b):
@@ -254,6 +266,12 @@ class ClosedChain(AbstractSystem):
                     raise ValueError(
                         f"loop joint {lp.kind!r}: no link named {link!r}; links are "
                         f"{names}."
+                    )
+                if link in gimbals:
+                    raise ValueError(
+                        f"loop joint {lp.kind!r}: link {link!r} is a gimbal link of "
+                        "a ball-joint friction element, which must carry nothing "
+                        "else (its reaction is one force)."
                     )
             frames.append((names.index(lp.link_a), names.index(lp.link_b)))
         n = tree.n_dof

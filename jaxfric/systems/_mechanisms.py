@@ -51,7 +51,8 @@ def four_bar(
         friction_joints: joints with a friction element (names or indices;
             a ball element is the tuple of its three joints). Default: the
             crank, or with `ball` the ball.
-        damping: viscous joint damping, N·m·s/rad (scalar or per joint).
+        damping: viscous joint damping, N·m·s/rad (scalar or per joint: 3
+            entries, or 5 with `ball`, in the order of the joints above).
         ball: whether the crank–coupler joint is a ball joint (above).
 
     Returns:
