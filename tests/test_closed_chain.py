@@ -390,6 +390,24 @@ def wrenches_by_statics(th, q1, f):
     return x
 
 
+def test_passive_friction_at_a_dead_point_fails_loudly():
+    # The rocker's friction row vanishes at the rocker's extremes while the
+    # crank turns: its slip crosses zero without the mechanism stopping. The
+    # event's velocity projection used to set the crank (5 rad/s) to exactly
+    # 0.0 there and call the run successful; it now ends with a named result,
+    # the crank still turning at every save before.
+    chain = jf.systems.four_bar(
+        A, B, C, D, masses=MASSES, friction_joints=("rocker",), gravity=(0, 0, 0)
+    )
+    sol = jf.simulate(
+        chain, jf.Coulomb(fc=0.05), q0=jnp.array([THETA0]), qd0=jnp.array([5.0]),
+        t1=1.5, num_save=31, throw=False,
+    )  # fmt: skip
+    assert sol.result == jf.RESULTS.stick_solve_failed
+    finite = np.isfinite(np.asarray(sol.qd[:, 0]))
+    assert 5 <= finite.sum() < 31 and np.all(np.asarray(sol.qd[finite, 0]) > 4.0)
+
+
 # The crank held by Coulomb friction through `jaxfric.simulate` (exact stick,
 # breakaway at the closed-form time, closure along the run, gradients against
 # central differences) is checked by experiments/closed_chain_fourbar.py: its
