@@ -21,11 +21,10 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "(the Delassus system may be singular: redundant friction elements; or, "
         "for reaction-load friction on cylindrical joints, the reactions couple "
         "so strongly to the friction that the mode choice's rounds at the "
-        "levels of its own friction did not settle; or an element's slip "
-        "crossed zero at a dead point of its joint, e.g. a closed chain's "
-        "passive joint at the extreme of its motion, where its row of J "
-        "vanishes while the mechanism moves: the switch path cannot pass "
-        "that yet)."
+        "levels of its own friction did not settle; or the slip of an "
+        "element of several rows (a ball) crossed zero at a dead point of its "
+        "joint, where its rows of J vanish while the mechanism moves: one-row "
+        "elements pass through such a zero, several-row ones cannot yet)."
     )
     nonfinite_state = (
         "The state or the applied force became non-finite (NaN or inf) during the "

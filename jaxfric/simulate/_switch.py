@@ -17,6 +17,11 @@ element that hit its breakaway limit is released in the direction of its stick
 force. Segments also end at every k-th save time (short save buffers, see
 `SwitchPath.run`); the modes do not change there.
 
+A one-row element whose slip crosses zero because its row of ``J`` does (a
+dead point of a closed chain's passive joint: a four-bar's rocker at its
+extremes) neither stops nor sticks there: its slip turns round and the
+mechanism moves on (`_dead_points`).
+
 Vector elements (several slip rows with a disk limit, e.g. friction in a
 contact plane, `AbstractFrictionLaw.rows_per_element` > 1, and every
 element of a law with per-element sizes) slip with a
@@ -41,9 +46,10 @@ import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 
-from .._math import block_dot, block_norm, element_index, is_vector
+from .._math import block_dot, block_norm, element_index, element_sizes, is_vector
 from .._types import Array, Bool, Coordinates, Float, Int, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem, Dynamics
@@ -90,6 +96,10 @@ _EVENT_TIME_TOL = 1e-13
 # Segments also end at every k-th save time, k = ceil((len(ts) − 1) / _SAVE_SEGMENTS),
 # so a segment holds k saves at most (see `_save_stops`).
 _SAVE_SEGMENTS = 32
+# An element whose slip the event's projection alone would zero only by
+# moving q̇ by more than this fraction of (1 + max|q̇|) is at a dead point of
+# its row (`_dead_points`); at a true stop the move is rounding (~1e-13).
+_DEAD_POINT_RTOL = 1e-6
 _STEP_COUNTERS = ("num_steps", "num_accepted_steps", "num_rejected_steps")
 
 
@@ -486,10 +496,11 @@ def _switch(
             motion=projected,
         )
     # The projection removes only the slip the event left (rounding). A larger
-    # change means the slip crossed zero because its row of J did (a dead
-    # point of a closed chain's passive joint), not because the motion
-    # stopped: projecting would stop the mechanism (measured: a four-bar's
-    # crank at 5 rad/s set to 0.0 at its rocker's extreme). Fail loudly.
+    # change means a slip crossed zero because its rows of J did, not because
+    # the motion stopped, where `_dead_points` does not pass it through (an
+    # element of several rows; rows that are redundant together): projecting
+    # would stop the mechanism (measured: a four-bar's crank at 5 rad/s set
+    # to 0.0 at its rocker's extreme, before `_dead_points`). Fail loudly.
     moved = jnp.max(jnp.abs(projected - qd), initial=0.0)
     passes = moved <= 1e-4 * (1.0 + jnp.max(jnp.abs(qd), initial=0.0))
     qd = projected
@@ -603,13 +614,46 @@ def _save_segment(c: _Carry, ts, t1, chunk: int, first, t_start, t_e, y_e, at_se
     return tuple(map(update, c.saved, rows, ends))
 
 
+def _dead_points(system, q, qd, dynamics, candidates, dims) -> Bool[Array, " m"]:
+    """The one-row elements of `candidates` whose slip crossed zero because
+    their row of ``J`` did, not because the motion along it stopped.
+
+    At a dead point of a closed chain's passive joint (a four-bar's rocker at
+    its extremes, the crank and coupler in line) ``s_k = J_k(q) q̇`` crosses
+    zero with ``J_k`` while the mechanism moves on: the element can neither
+    stop the motion (its generalised force ``J_kᵀ f`` vanishes there, sticking
+    would need an infinite impulse) nor stick, and its slip simply turns
+    round. Such a row is told apart by the impulse that would make its slip
+    exactly zero: ``M⁻¹J_kᵀ s_k / (J_k M⁻¹ J_kᵀ)``, rounding-size at a true
+    stop (``s_k`` is the event's residual, ``|ṡ_k|·1e-13 s``, over a finite
+    row) and of the size of ``q̇`` at a dead point. Larger than
+    ``_DEAD_POINT_RTOL·(1 + max|q̇|)`` (or a row exactly zero) counts as a dead
+    point. Elements of several rows are never passed through (the projection
+    guard of `_switch` names such a case).
+    """
+    rows = candidates.shape[0]
+    sizes = np.asarray(element_sizes(dims, rows), dtype=int)
+    one_row = sizes[element_index(dims, rows)] == 1
+    _, minv_jt, jac = free_acceleration(system, q, qd, jnp.zeros_like(qd), dynamics)
+    diagonal = jnp.sum(jac * minv_jt.T, axis=1)
+    slip = jac @ qd
+    zero_row = diagonal <= 0
+    impulse = jnp.abs(slip) * jnp.max(jnp.abs(minv_jt), axis=0, initial=0.0)
+    moved = impulse / jnp.where(zero_row, 1.0, diagonal)
+    scale = 1.0 + jnp.max(jnp.abs(qd), initial=0.0)
+    return candidates & one_row & (zero_row | (moved > _DEAD_POINT_RTOL * scale))
+
+
 def _switching_elements(
     system, law, force, modes, reference, t_e, y_e, event_hit, time_tol
 ):
-    """``(net, friction, at_zero, breakaway, dynamics, turned)`` at a segment's
-    end `t_e`: the net force and the friction of the old `modes`, the elements
-    whose mode is to be decided, those breaking away, the system's terms, and
-    (vector elements) those whose slip turned a right angle (see `_switch`).
+    """``(net, friction, at_zero, breakaway, dynamics, turned, modes,
+    reference)`` at a segment's end `t_e`: the net force and the friction of
+    the old `modes`, the elements whose mode is to be decided, those breaking
+    away, the system's terms, (vector elements) those whose slip turned a
+    right angle (see `_switch`), and the modes and slip directions with the
+    elements at a dead point (`_dead_points`) turned round: their slip
+    crossed zero with their row of ``J`` and goes on the way it accelerates.
 
     The elements that switch: the one that triggered, and any slipping one
     whose velocity reaches zero within a few event-time tolerances of it
@@ -641,11 +685,19 @@ def _switching_elements(
     near = soon | (element == element[jnp.argmin(g)])
     hit = event_hit & near
     breakaway = hit & stuck
+    stopped = hit & ~stuck if reference is None else hit & ~stuck & soon
+    passing = _dead_points(system, q_e, qd_e, dynamics, stopped, dims)
+    # It slips on the way its slip accelerates (the old modes' friction; its
+    # own barely acts through a vanishing row).
+    turn = jnp.where(slip_rate > 0, 1, jnp.where(slip_rate < 0, -1, -modes))
+    at_zero = (stuck & ~breakaway) | (stopped & ~passing)
     if reference is None:
-        at_zero = (stuck & ~breakaway) | (hit & ~stuck)
-        return net, friction, at_zero, breakaway, dynamics, None
-    at_zero = (stuck & ~breakaway) | (hit & ~stuck & soon)
-    return net, friction, at_zero, breakaway, dynamics, hit & ~stuck & ~soon
+        modes = jnp.where(passing, turn, modes).astype(modes.dtype)
+        return net, friction, at_zero, breakaway, dynamics, None, modes, None
+    # One-row elements only: their direction is the sign (modes stay 1).
+    reference = jnp.where(passing, turn.astype(reference.dtype), reference)
+    turned = hit & ~stuck & ~soon
+    return net, friction, at_zero, breakaway, dynamics, turned, modes, reference
 
 
 def _switch_pending(system, law, force, c: "_Carry", time_tol) -> "_Carry":
@@ -660,12 +712,14 @@ def _switch_pending(system, law, force, c: "_Carry", time_tol) -> "_Carry":
     """
     y = (c.q, c.qd, c.x)
     after_event = c.pending & (c.num_events > 0)
-    net, friction, at_zero, breakaway, dynamics, turned = _switching_elements(
-        system, law, force, c.modes, c.reference, c.t, y, after_event, time_tol
+    net, friction, at_zero, breakaway, dynamics, turned, modes, reference = (
+        _switching_elements(
+            system, law, force, c.modes, c.reference, c.t, y, after_event, time_tol
+        )
     )
     modes, qd, hold, ok, reference = _switch(
-        system, law, c.q, c.qd, net, friction, c.modes, at_zero, breakaway,
-        dynamics, c.reference, turned,
+        system, law, c.q, c.qd, net, friction, modes, at_zero, breakaway,
+        dynamics, reference, turned,
     )  # fmt: skip
     apply = c.pending & ~c.done
     failed = apply & ~ok
