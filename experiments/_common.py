@@ -361,21 +361,42 @@ def friction_energy_balance(sol, system, force=None) -> tuple[float, float]:
     """``(friction work, energy lost)`` of a `RigidBodyTree` or `ClosedChain`
     solution, J: the work ``∫ Σ f_k s_k dt`` of every friction row (``s = J
     q̇``) by Simpson's rule on the saved times, piecewise between events (where
-    the friction power has kinks), and the drop of `tree_energy` (of the
-    assembled tree, for a closed chain) from the first saved state to the last,
-    plus the work of the applied force `force(t, q, q̇)` where given."""
+    the friction power has kinks, and jumps where a load-dependent level
+    changes with another element's mode), and the drop of `tree_energy` (of
+    the assembled tree, for a closed chain) from the first saved state to the
+    last, plus the work of the applied force `force(t, q, q̇)` where given.
+
+    The save interval holding an event is integrated from both sides: the
+    quadratic through the three saves before it up to the event, the one
+    through the three after it from there (Simpson across a jump errs by up
+    to half the jump times the interval: 2.9e-4 J at the four-bar rocker's
+    dead point with 1.25 ms saves)."""
     from scipy.integrate import simpson
 
     ts = np.asarray(sol.ts)
     events = np.asarray(sol.event_times)
-    cuts = np.searchsorted(ts, events[np.isfinite(events)])
+    events = events[np.isfinite(events) & (events > ts[0]) & (events < ts[-1])]
+    # Save k is the first at or after its event (saved after the switch).
+    cuts = np.unique(np.searchsorted(ts, events))
+
+    def extrapolated(power, index, lo, hi):
+        # ∫ from lo to hi of the quadratic through the saves `index`.
+        poly = np.polyint(np.polyfit(ts[index], power[index], len(index) - 1))
+        return np.polyval(poly, hi) - np.polyval(poly, lo)
 
     def integral(power):
-        work = 0.0
-        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ts)], strict=True):
-            lo = max(lo - 1, 0)  # from the last save before the event
+        work, bounds = 0.0, np.r_[0, cuts, len(ts)]
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
             if hi - lo >= 2:
                 work += simpson(power[lo:hi], x=ts[lo:hi])
+        for k in cuts:
+            inside = events[(events > ts[k - 1]) & (events <= ts[k])]
+            before = np.arange(max(k - 3, 0), k)
+            after = np.arange(k, min(k + 3, len(ts)))
+            work += extrapolated(power, before, ts[k - 1], inside[0])
+            work += extrapolated(power, after, inside[-1], ts[k])
+            # Several events in one interval: the short middle linearly.
+            work += 0.5 * (power[k - 1] + power[k]) * (inside[-1] - inside[0])
         return work
 
     slip = jax.vmap(system.slip_velocity)(sol.q, sol.qd)
