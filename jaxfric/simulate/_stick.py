@@ -962,7 +962,14 @@ def isotropic_modes(
             modes, reference = carry
             reference = directions(modes, reference)
             stuck = modes == STICK
-            friction, _ = rates(law_at.slip_force(slip, reference), stuck)
+            # Redundant stuck elements (a closed chain's pins and ball held
+            # together) share their load at the least largest fraction of
+            # their limits: a basic split may put one outside its disk while
+            # a split that holds exists.
+            friction, _ = solve_stick(
+                system, q, qd, net, law_at.slip_force(slip, reference), stuck,
+                parts, limits=weights,
+            )  # fmt: skip
             norm = law_at.force_norm(friction)
             excess = jnp.where(stuck & at_zero, norm / weights - 1.0, -jnp.inf)
             worst = jnp.argmax(excess)
@@ -974,9 +981,9 @@ def isotropic_modes(
 
     if law.load_dependent:
 
-        def coupled(modes, reference):
+        def coupled(modes, reference, split=False):
             return friction_at_modes(
-                system, law, q, qd, net, modes, False, dynamics, parts,
+                system, law, q, qd, net, modes, split, dynamics, parts,
                 reference=reference, slip=slip,
             )  # fmt: skip
 
@@ -986,12 +993,17 @@ def isotropic_modes(
         modes, reference = jax.lax.fori_loop(
             0, _COUPLED_CHOICES, again, (initial, reference)
         )
-        friction, acc, law_at = coupled(modes, reference)
+        # Checked at the split the segments use (`friction_at_modes`).
+        friction, acc, law_at = coupled(modes, reference, split=True)
         rate = parts.jac @ acc + parts.jdot_qd
     else:
         law_at = law.at_state(system, q, qd)
         modes, reference = choose(law_at, initial, reference)
-        friction, rate = rates(law_at.slip_force(slip, reference), modes == STICK)
+        friction, acc = solve_stick(
+            system, q, qd, net, law_at.slip_force(slip, reference),
+            modes == STICK, parts, limits=limit_scale(law_at, slip)[2],
+        )  # fmt: skip
+        rate = parts.jac @ acc + parts.jdot_qd
     stuck = modes == STICK
     limit = law_at.breakaway(slip)
     weights = jnp.maximum(limit, 1e-30)
