@@ -79,6 +79,7 @@ from ._stick import (
     load_coupling_at_modes,
     masked_solve,
     stick_margin,
+    stick_parts,
 )
 from ._unrolled import for_backend
 
@@ -97,9 +98,11 @@ _EVENT_TIME_TOL = 1e-13
 # so a segment holds k saves at most (see `_save_stops`).
 _SAVE_SEGMENTS = 32
 # An element whose slip the event's projection alone would zero only by
-# moving q̇ by more than this fraction of (1 + max|q̇|) is at a dead point of
-# its row (`_dead_points`); at a true stop the move is rounding (~1e-13).
-_DEAD_POINT_RTOL = 1e-6
+# moving q̇ by more than this many times max|q̈| times the event window (the
+# most a true stop leaves), and more than this fraction of max|q̇| (rounding),
+# is at a dead point of its row (`_dead_points`).
+_DEAD_POINT_FACTOR = 100.0
+_DEAD_POINT_RTOL = 1e-9
 _STEP_COUNTERS = ("num_steps", "num_accepted_steps", "num_rejected_steps")
 
 
@@ -498,7 +501,8 @@ def _switch(
     # The projection removes only the slip the event left (rounding). A larger
     # change means a slip crossed zero because its rows of J did, not because
     # the motion stopped, where `_dead_points` does not pass it through (an
-    # element of several rows; rows that are redundant together): projecting
+    # element of several rows; several elements whose rows vanish only
+    # together, each alone moving q̇ little): projecting
     # would stop the mechanism (measured: a four-bar's crank at 5 rad/s set
     # to 0.0 at its rocker's extreme, before `_dead_points`). Fail loudly.
     moved = jnp.max(jnp.abs(projected - qd), initial=0.0)
@@ -614,7 +618,7 @@ def _save_segment(c: _Carry, ts, t1, chunk: int, first, t_start, t_e, y_e, at_se
     return tuple(map(update, c.saved, rows, ends))
 
 
-def _dead_points(system, q, qd, dynamics, candidates, dims) -> Bool[Array, " m"]:
+def _dead_points(parts, qd, acc, window, candidates, dims) -> Bool[Array, " m"]:
     """The one-row elements of `candidates` whose slip crossed zero because
     their row of ``J`` did, not because the motion along it stopped.
 
@@ -623,25 +627,35 @@ def _dead_points(system, q, qd, dynamics, candidates, dims) -> Bool[Array, " m"]
     zero with ``J_k`` while the mechanism moves on: the element can neither
     stop the motion (its generalised force ``J_kᵀ f`` vanishes there, sticking
     would need an infinite impulse) nor stick, and its slip simply turns
-    round. Such a row is told apart by the impulse that would make its slip
-    exactly zero: ``M⁻¹J_kᵀ s_k / (J_k M⁻¹ J_kᵀ)``, rounding-size at a true
-    stop (``s_k`` is the event's residual, ``|ṡ_k|·1e-13 s``, over a finite
-    row) and of the size of ``q̇`` at a dead point. Larger than
-    ``_DEAD_POINT_RTOL·(1 + max|q̇|)`` (or a row exactly zero) counts as a dead
-    point. Elements of several rows are never passed through (the projection
-    guard of `_switch` names such a case).
+    round. Such a row is told apart by the velocity change that would make
+    its slip exactly zero, ``M⁻¹J_kᵀ s_k / (J_k M⁻¹ J_kᵀ)``: at a true stop
+    the slip left is the event's residual, ``s_k ≈ ṡ_k δt`` with ``δt``
+    within the `window` (s) that admitted the element, so the change is
+    about ``|q̈| δt``; at a dead point it is about ``|q̇|`` whatever ``δt``.
+    More than ``_DEAD_POINT_FACTOR·max|q̈|·window`` (and than rounding,
+    ``_DEAD_POINT_RTOL·max|q̇|``), or a row exactly zero, is a dead point. A
+    mechanism that stops at its dead point (``|q̇| ~ |q̈| δt``) is a true stop.
+    Elements of several rows are never passed through (the projection guard
+    of `_switch` names such a case).
+
+    Args:
+        parts: `_stick.stick_parts` at the event state.
+        qd, acc: the velocities and the accelerations at the old modes.
+        window: how far (s) from its zero a candidate's slip may be.
+        candidates: rows of the slipping elements whose slip reached zero.
+        dims: the law's `rows_per_element`.
     """
     rows = candidates.shape[0]
     sizes = np.asarray(element_sizes(dims, rows), dtype=int)
     one_row = sizes[element_index(dims, rows)] == 1
-    _, minv_jt, jac = free_acceleration(system, q, qd, jnp.zeros_like(qd), dynamics)
-    diagonal = jnp.sum(jac * minv_jt.T, axis=1)
-    slip = jac @ qd
+    diagonal = jnp.diagonal(parts.delassus)
+    slip = parts.jac @ qd
     zero_row = diagonal <= 0
-    impulse = jnp.abs(slip) * jnp.max(jnp.abs(minv_jt), axis=0, initial=0.0)
+    impulse = jnp.abs(slip) * jnp.max(jnp.abs(parts.minv_jt), axis=0, initial=0.0)
     moved = impulse / jnp.where(zero_row, 1.0, diagonal)
-    scale = 1.0 + jnp.max(jnp.abs(qd), initial=0.0)
-    return candidates & one_row & (zero_row | (moved > _DEAD_POINT_RTOL * scale))
+    stop = _DEAD_POINT_FACTOR * jnp.max(jnp.abs(acc), initial=0.0) * window
+    rounding = _DEAD_POINT_RTOL * jnp.max(jnp.abs(qd), initial=0.0)
+    return candidates & one_row & (zero_row | (moved > jnp.maximum(stop, rounding)))
 
 
 def _switching_elements(
@@ -663,9 +677,11 @@ def _switching_elements(
     q_e, qd_e, x_e = y_e
     stuck = modes == STICK
     net, _, dynamics = _net_force(system, force, t_e, q_e, qd_e, x_e)
+    parts = stick_parts(system, q_e, qd_e, net, dynamics)
     friction, acc, law_at = friction_at_modes(
-        system, law, q_e, qd_e, net, modes, dynamics=dynamics, reference=reference
-    )
+        system, law, q_e, qd_e, net, modes, dynamics=dynamics, parts=parts,
+        reference=reference,
+    )  # fmt: skip
     slip = dynamics.jac @ qd_e
     slip_rate = dynamics.jac @ acc + dynamics.jdot_qd
     g = _conditions(
@@ -685,16 +701,21 @@ def _switching_elements(
     near = soon | (element == element[jnp.argmin(g)])
     hit = event_hit & near
     breakaway = hit & stuck
-    stopped = hit & ~stuck if reference is None else hit & ~stuck & soon
-    passing = _dead_points(system, q_e, qd_e, dynamics, stopped, dims)
+    if reference is None:
+        stopped = hit & ~stuck
+        passing = _dead_points(parts, qd_e, acc, window, stopped, dims)
+    else:
+        stopped = hit & ~stuck & soon
+        passing = _dead_points(parts, qd_e, acc, stop_window, stopped, dims)
     # It slips on the way its slip accelerates (the old modes' friction; its
     # own barely acts through a vanishing row).
-    turn = jnp.where(slip_rate > 0, 1, jnp.where(slip_rate < 0, -1, -modes))
     at_zero = (stuck & ~breakaway) | (stopped & ~passing)
     if reference is None:
+        turn = jnp.where(slip_rate > 0, 1, jnp.where(slip_rate < 0, -1, -modes))
         modes = jnp.where(passing, turn, modes).astype(modes.dtype)
         return net, friction, at_zero, breakaway, dynamics, None, modes, None
-    # One-row elements only: their direction is the sign (modes stay 1).
+    # One-row elements only: their direction is a sign (their modes stay 1).
+    turn = jnp.where(slip_rate > 0, 1.0, jnp.where(slip_rate < 0, -1.0, -reference))
     reference = jnp.where(passing, turn.astype(reference.dtype), reference)
     turned = hit & ~stuck & ~soon
     return net, friction, at_zero, breakaway, dynamics, turned, modes, reference
