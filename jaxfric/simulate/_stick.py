@@ -7,6 +7,7 @@ path and the Karnopp band. Modes per friction element: ``+1`` slipping forward,
 box-constrained LCP (`_lcp.box_lcp`), not on enumerating ``3^m`` mode sets.
 """
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import equinox as eqx
@@ -60,6 +61,7 @@ def psd_solve(
     b: jax.Array,
     least_norm: bool = True,
     limits: jax.Array | None = None,
+    norm: Callable[[jax.Array], jax.Array] | None = None,
 ) -> jax.Array:
     """Solve ``a x = b`` for a symmetric positive semidefinite ``a`` and a ``b``
     in its range (shape ``(n,)`` or ``(n, k)``).
@@ -93,6 +95,12 @@ def psd_solve(
         limits: positive limits ``L`` of a vector ``x`` (the static friction
             limits): the least-norm split weighted by `split_weights`, then
             Lawson's iteration; default none (weights one).
+        norm: with `limits`, what each limit bounds, per row (default
+            ``|x_k|``): for elements of several rows the norm of the
+            element's force on each of its rows (``force_norm`` of
+            `jaxfric.friction.IsotropicCoulomb`), so that Lawson balances
+            the disks, not their rows (per row, a ball's force held inside
+            every row's bound was up to √3 outside its disk).
 
     Returns:
         ``x`` with the shape of ``b``.
@@ -133,7 +141,8 @@ def psd_solve(
             # elements whose factors reach the floor together keep the ratio
             # of `weights` (their split, where they are not the most used).
             split = project(factor / weights_c, x_c, null_c)
-            used = factor * jnp.abs(split) / limits_c
+            size = jnp.abs(split) if norm is None else norm(split)
+            used = factor * size / limits_c
             top = jnp.max(used)
             # No load (x = 0): nothing to balance.
             used = jnp.where(top > 0, used / jnp.where(top > 0, top, 1.0), factor)
@@ -153,6 +162,7 @@ def masked_solve(
     mask: jax.Array,
     least_norm: bool = True,
     limits: jax.Array | None = None,
+    norm: Callable[[jax.Array], jax.Array] | None = None,
 ) -> jax.Array:
     """Solve the rows and columns of `mask` of ``matrix x = rhs``; zero elsewhere
     (``rhs`` of shape ``(m,)`` or ``(m, k)``).
@@ -163,7 +173,7 @@ def masked_solve(
     """
     rows = mask if rhs.ndim == 1 else mask[:, None]
     matrix, rhs = _masked_block(matrix, mask), jnp.where(rows, rhs, 0.0)
-    return psd_solve(matrix, rhs, least_norm, limits)
+    return psd_solve(matrix, rhs, least_norm, limits, norm)
 
 
 def _masked_block(matrix: jax.Array, mask: jax.Array) -> jax.Array:
@@ -226,6 +236,7 @@ def solve_stick(
     parts: StickParts | None = None,
     split: bool = True,
     limits: SlipVector | None = None,
+    norm: Callable[[SlipVector], SlipVector] | None = None,
 ) -> tuple[SlipVector, Vector]:
     """Friction forces and accelerations for a fixed set of stuck elements.
 
@@ -251,6 +262,8 @@ def solve_stick(
             at one state (computed here otherwise).
         split: False: any stick forces that hold the stuck elements (the
             accelerations are the same), for the segment vector field.
+        limits, norm: the static limits that the split of redundant stick
+            forces balances, and what they bound (`psd_solve`).
 
     Returns:
         ``(f, q̈)``: the friction of every element (stick forces in stuck
@@ -261,7 +274,7 @@ def solve_stick(
     f_slip = jnp.where(stuck, 0.0, slip_friction)
     acc_free = parts.acc_net - parts.minv_jt @ f_slip
     rhs = parts.jac @ acc_free + parts.jdot_qd
-    f_stick = masked_solve(parts.delassus, rhs, stuck, split, limits)
+    f_stick = masked_solve(parts.delassus, rhs, stuck, split, limits, norm)
     friction = jnp.where(stuck, f_stick, f_slip)
     acc = acc_free - parts.minv_jt @ jnp.where(stuck, f_stick, 0.0)
     return friction, acc
@@ -368,7 +381,8 @@ def _at_modes(
     def solve(law_at):
         f_slip = law_at.slip_force(slip, direction)
         scale = limit_scale(law_at, slip)[2]
-        return solve_stick(system, q, qd, net, f_slip, stuck, parts, split, scale)
+        norm = law_at.force_norm if reference is not None else None
+        return solve_stick(system, q, qd, net, f_slip, stuck, parts, split, scale, norm)
 
     if not law.load_dependent:
         return solve, law, None
@@ -968,7 +982,7 @@ def isotropic_modes(
             # a split that holds exists.
             friction, _ = solve_stick(
                 system, q, qd, net, law_at.slip_force(slip, reference), stuck,
-                parts, limits=weights,
+                parts, limits=weights, norm=law_at.force_norm,
             )  # fmt: skip
             norm = law_at.force_norm(friction)
             excess = jnp.where(stuck & at_zero, norm / weights - 1.0, -jnp.inf)
@@ -1002,6 +1016,7 @@ def isotropic_modes(
         friction, acc = solve_stick(
             system, q, qd, net, law_at.slip_force(slip, reference),
             modes == STICK, parts, limits=limit_scale(law_at, slip)[2],
+            norm=law_at.force_norm,
         )  # fmt: skip
         rate = parts.jac @ acc + parts.jdot_qd
     stuck = modes == STICK
