@@ -380,22 +380,27 @@ def friction_energy_balance(sol, system, force=None) -> tuple[float, float]:
     cuts = np.unique(np.searchsorted(ts, events))
 
     def extrapolated(power, index, lo, hi):
-        # ∫ from lo to hi of the quadratic through the saves `index`.
-        poly = np.polyint(np.polyfit(ts[index], power[index], len(index) - 1))
-        return np.polyval(poly, hi) - np.polyval(poly, lo)
+        # ∫ from lo to hi of the quadratic through the saves `index` (in time
+        # from lo: absolute times cost the fit digits).
+        x = ts[index] - lo
+        poly = np.polyint(np.polyfit(x, power[index], len(index) - 1))
+        return np.polyval(poly, hi - lo) - np.polyval(poly, 0.0)
 
     def integral(power):
         work, bounds = 0.0, np.r_[0, cuts, len(ts)]
         for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
             if hi - lo >= 2:
                 work += simpson(power[lo:hi], x=ts[lo:hi])
-        for k in cuts:
+        for j, k in enumerate(cuts):
             inside = events[(events > ts[k - 1]) & (events <= ts[k])]
-            before = np.arange(max(k - 3, 0), k)
-            after = np.arange(k, min(k + 3, len(ts)))
+            # Saves of this interval's neighbours only, not across another
+            # event.
+            before = np.arange(max(k - 3, bounds[j]), k)
+            after = np.arange(k, min(k + 3, bounds[j + 2]))
             work += extrapolated(power, before, ts[k - 1], inside[0])
             work += extrapolated(power, after, inside[-1], ts[k])
-            # Several events in one interval: the short middle linearly.
+            # Several events in one interval: the short middle by the
+            # trapezoid of its ends (first order; such intervals are rare).
             work += 0.5 * (power[k - 1] + power[k]) * (inside[-1] - inside[0])
         return work
 
