@@ -376,7 +376,8 @@ def friction_energy_balance(sol, system, force=None) -> tuple[float, float]:
     ts = np.asarray(sol.ts)
     events = np.asarray(sol.event_times)
     events = events[np.isfinite(events) & (events > ts[0]) & (events < ts[-1])]
-    # Save k is the first at or after its event (saved after the switch).
+    # Save k is the first at or after its event (saved after the switch);
+    # 0 < k < len(ts) as ts[0] < event < ts[-1].
     cuts = np.unique(np.searchsorted(ts, events))
 
     def extrapolated(power, index, lo, hi):

@@ -75,7 +75,7 @@ def psd_solve(
     fraction of their limits and reach them together, at the load their
     limits hold together. Lawson's iteration (Lawson 1961; Rice & Usow 1968)
     then reweights that split towards the least largest utilisation
-    ``max_k |x_k| / L_k`` (100 steps), for elements coupled through several
+    ``max_k |x_k| / L_k`` (or `norm`; 100 steps), for elements coupled through several
     coordinates, where no fixed weighting keeps every force inside its
     limit whenever some split would: measured on 24 random three-element,
     two-coordinate cases loaded to 97 % of the least largest utilisation (a
@@ -95,12 +95,17 @@ def psd_solve(
         limits: positive limits ``L`` of a vector ``x`` (the static friction
             limits): the least-norm split weighted by `split_weights`, then
             Lawson's iteration; default none (weights one).
-        norm: with `limits`, what each limit bounds, per row (default
-            ``|x_k|``): for elements of several rows the norm of the
-            element's force on each of its rows (``force_norm`` of
+        norm: with `limits` and a vector ``b``, what each limit bounds, per
+            row (default ``|x_k|``): for elements of several rows the norm
+            of the element's force on each of its rows (``force_norm`` of
             `jaxfric.friction.IsotropicCoulomb`), so that Lawson balances
             the disks, not their rows (per row, a ball's force held inside
-            every row's bound was up to √3 outside its disk).
+            every row's bound was up to √3 outside its disk). Lawson scales
+            whole elements; the split inside an element keeps the ratio of
+            its rows' `split_weights`, the minimax only where those are
+            equal (equal Delassus diagonals, no arms): rows ``J = [2, 1 |
+            1]`` on one coordinate reach ``F/3.18`` of their limits where
+            ``F/3.24`` exists (a review's worked example).
 
     Returns:
         ``x`` with the shape of ``b``.
@@ -141,7 +146,11 @@ def psd_solve(
             # elements whose factors reach the floor together keep the ratio
             # of `weights` (their split, where they are not the most used).
             split = project(factor / weights_c, x_c, null_c)
-            size = jnp.abs(split) if norm is None else norm(split)
+            # The norm's leaves (a law's arms) are traced: no derivative
+            # through the loop from them either.
+            size = (
+                jnp.abs(split) if norm is None else jax.lax.stop_gradient(norm(split))
+            )
             used = factor * size / limits_c
             top = jnp.max(used)
             # No load (x = 0): nothing to balance.

@@ -99,10 +99,12 @@ _EVENT_TIME_TOL = 1e-13
 _SAVE_SEGMENTS = 32
 # An element whose slip the event's projection alone would zero only by
 # moving q̇ by more than this many times max|q̈| times the event window (the
-# most a true stop leaves), and more than this fraction of max|q̇| (rounding),
-# is at a dead point of its row (`_dead_points`).
+# most a true stop leaves), and by more than this fraction of max|q̇| (at a
+# dead point it moves q̇ by about |q̇|; a stop through the geometry, J_k
+# turning while q̈ ≈ 0, by |J̇_k q̇| δt / |J_k|), is at a dead point of its row
+# (`_dead_points`).
 _DEAD_POINT_FACTOR = 100.0
-_DEAD_POINT_RTOL = 1e-9
+_DEAD_POINT_RTOL = 1e-3
 _STEP_COUNTERS = ("num_steps", "num_accepted_steps", "num_rejected_steps")
 
 
@@ -632,9 +634,12 @@ def _dead_points(parts, qd, acc, window, candidates, dims) -> Bool[Array, " m"]:
     the slip left is the event's residual, ``s_k ≈ ṡ_k δt`` with ``δt``
     within the `window` (s) that admitted the element, so the change is
     about ``|q̈| δt``; at a dead point it is about ``|q̇|`` whatever ``δt``.
-    More than ``_DEAD_POINT_FACTOR·max|q̈|·window`` (and than rounding,
-    ``_DEAD_POINT_RTOL·max|q̇|``), or a row exactly zero, is a dead point. A
-    mechanism that stops at its dead point (``|q̇| ~ |q̈| δt``) is a true stop.
+    More than ``_DEAD_POINT_FACTOR·max|q̈|·window`` and than
+    ``_DEAD_POINT_RTOL·max|q̇|`` (a stop through the geometry, the row turning
+    away from ``q̇`` with ``q̈ ≈ 0``, changes ``q̇`` by ``|J̇_k q̇| δt / |J_k|``,
+    small unless ``J_k`` itself vanishes within about a thousand windows), or
+    a row exactly zero, is a dead point. A mechanism that stops at its dead
+    point (``|q̇| ~ |q̈| δt``) is a true stop.
     Elements of several rows are never passed through (the projection guard
     of `_switch` names such a case).
 
