@@ -104,8 +104,8 @@ def psd_solve(
             whole elements; the split inside an element keeps the ratio of
             its rows' `split_weights`, the minimax only where those are
             equal (equal Delassus diagonals, no arms): rows ``J = [2, 1 |
-            1]`` on one coordinate reach ``F/3.18`` of their limits where
-            ``F/3.24`` exists (a review's worked example).
+            1]`` on one coordinate, limits 1, reach ``F/3.12`` of their
+            limits where ``F/(1 + √5) = F/3.24`` exists (measured).
 
     Returns:
         ``x`` with the shape of ``b``.
