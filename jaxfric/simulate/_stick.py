@@ -570,6 +570,7 @@ def consistent_modes(
     *,
     release_first: bool | jax.Array = True,
     dynamics: Dynamics | None = None,
+    parts: StickParts | None = None,
     motion: Vector | None = None,
 ) -> tuple[Int[jax.Array, " m"], jax.Array]:
     """Choose modes for the elements at zero slip velocity (Farhat et al. 2010,
@@ -632,6 +633,7 @@ def consistent_modes(
             time (one compilation for both, e.g. in tests).
         dynamics: `AbstractSystem.dynamics` at ``(q, q̇)`` when the caller has
             it.
+        parts: its `stick_parts`, when the caller has them.
         motion: the velocities after the event (the elements at zero velocity
             projected to exactly zero): with it, redundant stuck elements that
             would creep are released (`creep_directions`, along ``motion``, or
@@ -646,7 +648,10 @@ def consistent_modes(
         released = jnp.zeros_like(at_zero)
     checked = at_zero | released
     # One factorisation of M for every mode set tried below.
-    parts = stick_parts(system, q, qd, net, dynamics)
+    if dynamics is None:
+        dynamics = system.dynamics(q, qd)
+    if parts is None:
+        parts = stick_parts(system, q, qd, net, dynamics)
     slip = parts.jac @ qd
     # A load-dependent law's levels change with the modes (through the
     # accelerations): the LCP below takes them at the modes given, and every
@@ -873,6 +878,7 @@ def isotropic_modes(
     at_zero: jax.Array,
     released: jax.Array,
     dynamics: Dynamics | None = None,
+    parts: StickParts | None = None,
 ) -> tuple[Int[jax.Array, " m"], SlipVector, jax.Array]:
     """Modes and slip directions of vector elements (`rows_per_element` > 1,
     or per-element sizes: every element of such a law;
@@ -904,6 +910,8 @@ def isotropic_modes(
         at_zero: rows of elements at zero slip velocity whose mode is to be
             decided (stuck ones and those whose slip just stopped).
         released: rows of elements breaking away (slipping from rest).
+        dynamics: `AbstractSystem.dynamics` at ``(q, q̇)`` when the caller has
+            it; `parts`: its `stick_parts`, likewise.
 
     Returns:
         ``(modes, reference, consistent)``.
@@ -913,7 +921,10 @@ def isotropic_modes(
     sizes = element_sizes(d, m)
     count, widest = len(sizes), max(sizes)
     starts = element_starts(d, m)
-    parts = stick_parts(system, q, qd, net, dynamics)
+    if dynamics is None:
+        dynamics = system.dynamics(q, qd)
+    if parts is None:
+        parts = stick_parts(system, q, qd, net, dynamics)
     element = jnp.asarray(element_index(d, m))
     rest = at_zero | released
     # The slip of the elements at rest is projected to zero after this.
@@ -1002,13 +1013,13 @@ def isotropic_modes(
         modes, reference = jax.lax.fori_loop(0, count + 1, release, (modes, reference))
         return modes, directions(modes, reference)
 
-    if law.load_dependent:
+    def coupled(modes, reference, split=False):
+        return friction_at_modes(
+            system, law, q, qd, net, modes, split, dynamics, parts,
+            reference=reference, slip=slip,
+        )  # fmt: skip
 
-        def coupled(modes, reference, split=False):
-            return friction_at_modes(
-                system, law, q, qd, net, modes, split, dynamics, parts,
-                reference=reference, slip=slip,
-            )  # fmt: skip
+    if law.load_dependent:
 
         def again(_, carry):
             return choose(coupled(*carry)[2], initial, carry[1])
@@ -1016,18 +1027,11 @@ def isotropic_modes(
         modes, reference = jax.lax.fori_loop(
             0, _COUPLED_CHOICES, again, (initial, reference)
         )
-        # Checked at the split the segments use (`friction_at_modes`).
-        friction, acc, law_at = coupled(modes, reference, split=True)
-        rate = parts.jac @ acc + parts.jdot_qd
     else:
-        law_at = law.at_state(system, q, qd)
-        modes, reference = choose(law_at, initial, reference)
-        friction, acc = solve_stick(
-            system, q, qd, net, law_at.slip_force(slip, reference),
-            modes == STICK, parts, limits=limit_scale(law_at, slip)[2],
-            norm=law_at.force_norm,
-        )  # fmt: skip
-        rate = parts.jac @ acc + parts.jdot_qd
+        modes, reference = choose(law.at_state(system, q, qd), initial, reference)
+    # Checked at the split the segments use (`friction_at_modes`).
+    friction, acc, law_at = coupled(modes, reference, split=True)
+    rate = parts.jac @ acc + parts.jdot_qd
     stuck = modes == STICK
     limit = law_at.breakaway(slip)
     weights = jnp.maximum(limit, 1e-30)

@@ -39,7 +39,7 @@ Diffrax's time steps inside a segment then carry no gradient.
 """
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import diffrax
 import equinox as eqx
@@ -72,8 +72,8 @@ from ._path import (
 from ._solution import RESULTS, Solution
 from ._stick import (
     STICK,
+    StickParts,
     consistent_modes,
-    free_acceleration,
     friction_at_modes,
     isotropic_modes,
     load_coupling_at_modes,
@@ -394,25 +394,19 @@ def _event_condition(t, y, args: _Segment, **kwargs):
     return jnp.where(started, g / jnp.where(started, elapsed, 1.0), 1.0)
 
 
-def _project_velocity(
-    system: AbstractSystem,
-    q: Coordinates,
-    qd: Vector,
-    zero: Bool[Array, " m"],
-    dynamics: Dynamics,
-) -> Vector:
+def _project_velocity(parts: StickParts, qd: Vector, zero: Bool[Array, " m"]) -> Vector:
     """Make the slip velocities of the `zero` elements vanish.
 
     The smallest change in kinetic-energy metric: ``q̇ ← q̇ − M⁻¹J_Zᵀ λ`` with
     ``(J_Z M⁻¹ J_Zᵀ) λ = J_Z q̇`` (a tiny impulse: the event left ``|J_Z q̇|`` at
     the root-finder's tolerance). Coordinates with a one-entry ``J`` row are then
-    set to exactly ``0.0``. `dynamics` is taken at `q` (only ``M`` and ``J``
-    are read, which do not depend on the velocity).
+    set to exactly ``0.0``. `parts`: `_stick.stick_parts` at the event state
+    (only ``M⁻¹Jᵀ``, ``J`` and the Delassus matrix are read, which do not
+    depend on the velocity).
     """
-    _, minv_jt, jac = free_acceleration(system, q, qd, jnp.zeros_like(qd), dynamics)
-    lam = masked_solve(jac @ minv_jt, jac @ qd, zero)
-    qd = qd - minv_jt @ jnp.where(zero, lam, 0.0)
-    return jnp.where(_joint_coordinates(jac, zero), 0.0, qd)
+    lam = masked_solve(parts.delassus, parts.jac @ qd, zero)
+    qd = qd - parts.minv_jt @ jnp.where(zero, lam, 0.0)
+    return jnp.where(_joint_coordinates(parts.jac, zero), 0.0, qd)
 
 
 def _joint_coordinates(jac, elements) -> Bool[Array, " dof"]:
@@ -435,23 +429,10 @@ def _joint_coordinates(jac, elements) -> Bool[Array, " dof"]:
     return by_row | (pinned & jnp.isfinite(projector_diagonal))
 
 
-def _switch(
-    system,
-    law,
-    q,
-    qd,
-    net,
-    friction,
-    modes,
-    at_zero,
-    breakaway,
-    dynamics,
-    reference=None,
-    turned=None,
-) -> tuple[Int[Array, " m"], Vector, Bool[Array, " dof"], Bool[Array, ""], Any]:
-    """New modes at an event (Farhat et al. 2010, Sec. 4.2 and Eq. 8).
+class _Event(NamedTuple):
+    """What `_switching_elements` finds at a segment's end, for `_switch`.
 
-    Args:
+    Attributes:
         net: ``τ − h`` at the event.
         friction: the friction with the old modes (stick forces of the stuck
             elements).
@@ -463,10 +444,33 @@ def _switch(
         dynamics: `AbstractSystem.dynamics` at the event state (one closure
             solve of a closed chain serves the whole switch; the velocity
             projection changes ``q̇`` by a rounding-size impulse only).
+        parts: `_stick.stick_parts` of it (one factorisation of ``M`` serves
+            the projection, the mode choice and the new friction).
+        modes: the old modes, elements at a dead point turned round
+            (`_dead_points`).
         reference, turned: vector elements only (else `None`): the slip
-            directions, and the slipping elements whose slip turned a right
-            angle from theirs (they slip on, from their slip's direction);
-            modes and directions then come from `isotropic_modes`.
+            directions (turned round at a dead point), and the slipping
+            elements whose slip turned a right angle from theirs (they slip
+            on, from their slip's direction); modes and directions then come
+            from `isotropic_modes`.
+    """
+
+    net: Vector
+    friction: Float[Array, " m"]
+    at_zero: Bool[Array, " m"]
+    breakaway: Bool[Array, " m"]
+    dynamics: Dynamics
+    parts: StickParts
+    modes: Int[Array, " m"]
+    reference: Float[Array, " m"] | None
+    turned: Bool[Array, " m"] | None
+
+
+def _switch(
+    system, law, q, qd, event: _Event
+) -> tuple[Int[Array, " m"], Vector, Bool[Array, " dof"], Bool[Array, ""], Any]:
+    """New modes at an event (Farhat et al. 2010, Sec. 4.2 and Eq. 8), from
+    the `_Event` found at the state ``(q, q̇)``.
 
     Returns:
         ``(modes, q̇, hold, ok, reference)``: the new modes, the velocities with
@@ -475,16 +479,18 @@ def _switch(
         the modes consistent), and the new slip directions (`None` for scalar
         elements).
     """
+    net, friction, at_zero, breakaway, dynamics, parts, modes, reference, turned = event
     # The mode choice reads the velocities before the event's projection
     # (`isotropic_modes` its slip directions); the next segment starts from it.
-    projected = _project_velocity(system, q, qd, at_zero | breakaway, dynamics)
+    projected = _project_velocity(parts, qd, at_zero | breakaway)
     if reference is not None:
-        slip = dynamics.jac @ qd
+        slip = parts.jac @ qd
         norm = block_norm(slip, law.rows_per_element)[0]
         reference = jnp.where(turned, slip / jnp.where(turned, norm, 1.0), reference)
         modes, reference, consistent = isotropic_modes(
-            system, law, q, qd, net, modes, reference, at_zero, breakaway, dynamics
-        )
+            system, law, q, qd, net, modes, reference, at_zero, breakaway,
+            dynamics, parts,
+        )  # fmt: skip
     else:
         released = jnp.where(friction >= 0, 1, -1).astype(modes.dtype)
         modes = jnp.where(breakaway, released, modes)
@@ -498,6 +504,7 @@ def _switch(
             at_zero & ~breakaway,
             released=breakaway,
             dynamics=dynamics,
+            parts=parts,
             motion=projected,
         )
     # The projection removes only the slip the event left (rounding). A larger
@@ -513,8 +520,9 @@ def _switch(
     stuck = modes == STICK
     hold = _joint_coordinates(dynamics.jac, stuck)
     friction, acc, _ = friction_at_modes(
-        system, law, q, qd, net, modes, dynamics=dynamics, reference=reference
-    )
+        system, law, q, qd, net, modes, dynamics=dynamics, parts=parts,
+        reference=reference,
+    )  # fmt: skip
     ok = jnp.all(jnp.isfinite(friction)) & jnp.all(jnp.isfinite(acc))
     ok = ok & jnp.all(jnp.isfinite(qd)) & consistent & passes
     return modes, qd, hold, ok, reference
@@ -665,12 +673,10 @@ def _dead_points(parts, qd, acc, window, candidates, dims) -> Bool[Array, " m"]:
 
 def _switching_elements(
     system, law, force, modes, reference, t_e, y_e, event_hit, time_tol
-):
-    """``(net, friction, at_zero, breakaway, dynamics, turned, modes,
-    reference)`` at a segment's end `t_e`: the net force and the friction of
+) -> _Event:
+    """The `_Event` at a segment's end `t_e`: the net force and the friction of
     the old `modes`, the elements whose mode is to be decided, those breaking
-    away, the system's terms, (vector elements) those whose slip turned a
-    right angle (see `_switch`), and the modes and slip directions with the
+    away, the system's terms, and the modes and slip directions with the
     elements at a dead point (`_dead_points`) turned round: their slip
     crossed zero with their row of ``J`` and goes on the way it accelerates.
 
@@ -715,15 +721,19 @@ def _switching_elements(
     # It slips on the way its slip accelerates (the old modes' friction; its
     # own barely acts through a vanishing row).
     at_zero = (stuck & ~breakaway) | (stopped & ~passing)
+    turn = jnp.sign(slip_rate)
     if reference is None:
-        turn = jnp.where(slip_rate > 0, 1, jnp.where(slip_rate < 0, -1, -modes))
+        turn = jnp.where(turn != 0, turn, -modes)
         modes = jnp.where(passing, turn, modes).astype(modes.dtype)
-        return net, friction, at_zero, breakaway, dynamics, None, modes, None
-    # One-row elements only: their direction is a sign (their modes stay 1).
-    turn = jnp.where(slip_rate > 0, 1.0, jnp.where(slip_rate < 0, -1.0, -reference))
-    reference = jnp.where(passing, turn.astype(reference.dtype), reference)
-    turned = hit & ~stuck & ~soon
-    return net, friction, at_zero, breakaway, dynamics, turned, modes, reference
+        turned = None
+    else:
+        # One-row elements only: their direction is a sign (their modes stay 1).
+        turn = jnp.where(turn != 0, turn, -reference)
+        reference = jnp.where(passing, turn, reference).astype(reference.dtype)
+        turned = hit & ~stuck & ~soon
+    return _Event(
+        net, friction, at_zero, breakaway, dynamics, parts, modes, reference, turned
+    )
 
 
 def _switch_pending(system, law, force, c: "_Carry", time_tol) -> "_Carry":
@@ -738,15 +748,10 @@ def _switch_pending(system, law, force, c: "_Carry", time_tol) -> "_Carry":
     """
     y = (c.q, c.qd, c.x)
     after_event = c.pending & (c.num_events > 0)
-    net, friction, at_zero, breakaway, dynamics, turned, modes, reference = (
-        _switching_elements(
-            system, law, force, c.modes, c.reference, c.t, y, after_event, time_tol
-        )
+    event = _switching_elements(
+        system, law, force, c.modes, c.reference, c.t, y, after_event, time_tol
     )
-    modes, qd, hold, ok, reference = _switch(
-        system, law, c.q, c.qd, net, friction, modes, at_zero, breakaway,
-        dynamics, reference, turned,
-    )  # fmt: skip
+    modes, qd, hold, ok, reference = _switch(system, law, c.q, c.qd, event)
     apply = c.pending & ~c.done
     failed = apply & ~ok
     if reference is not None:
