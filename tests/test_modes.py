@@ -296,20 +296,25 @@ def test_redundant_elements_coupled_through_several_coordinates():
 
 def test_redundant_split_balances_disks_not_rows():
     # A two-row element (a disk, limit 1) and a one-row element (limit 1) on
-    # one coordinate under a load F = 2.3: the least largest utilisation is
-    # F / (1 + √2) = 0.9527 (the disk's force at 45°). Balanced per row, the
-    # split puts the disk at 1.084, outside although a split inside exists
-    # (a ball held with two pins broke away alone, docs/joint_friction.md).
+    # one coordinate under a load F = 2.3, rows j: the least largest
+    # utilisation is F / (1 + |j_disk|), the disk's force along j_disk.
+    # Balanced per row, the split puts the disk at 1.084 (j = 1, 1, 1),
+    # outside although a split inside exists (a ball held with two pins broke
+    # away alone, docs/joint_friction.md); with each row's split weight
+    # inside the disk it held F / 3.12 where F / (1 + √5) exists (j = 2, 1, 1).
     from jaxfric._math import block_norm
     from jaxfric.simulate._stick import psd_solve
 
     load, limits = 2.3, jnp.ones(3)
     disk = lambda x: block_norm(x, (2, 1))[0]  # noqa: E731
-    rows = psd_solve(jnp.ones((3, 3)), load * jnp.ones(3), limits=limits)
-    balanced = psd_solve(jnp.ones((3, 3)), load * jnp.ones(3), limits=limits, norm=disk)
-    np.testing.assert_allclose(np.asarray(disk(rows))[0], 2**0.5 * load / 3)
-    np.testing.assert_allclose(disk(balanced), load / (1 + 2**0.5), rtol=1e-9)
-    np.testing.assert_allclose(jnp.sum(balanced), load, rtol=1e-12)
+    for j in (jnp.ones(3), jnp.array([2.0, 1.0, 1.0])):
+        a, b = jnp.outer(j, j), load * j
+        rows = psd_solve(a, b, limits=limits)
+        balanced = psd_solve(a, b, limits=limits, norm=disk)
+        best = load / (1 + float(jnp.linalg.norm(j[:2])))
+        assert float(jnp.max(disk(rows))) > 1.01 * best
+        np.testing.assert_allclose(disk(balanced), best, rtol=1e-9)
+        np.testing.assert_allclose(j @ balanced, load, rtol=1e-12)
 
 
 def test_many_elements_consistency_certificate():

@@ -101,11 +101,11 @@ def psd_solve(
             `jaxfric.friction.IsotropicCoulomb`), so that Lawson balances
             the disks, not their rows (per row, a ball's force held inside
             every row's bound was up to √3 outside its disk). Lawson scales
-            whole elements; the split inside an element keeps the ratio of
-            its rows' `split_weights`, the minimax only where those are
-            equal (equal Delassus diagonals, no arms): rows ``J = [2, 1 |
-            1]`` on one coordinate, limits 1, reach ``F/3.12`` of their
-            limits where ``F/(1 + √5) = F/3.24`` exists (measured).
+            whole elements; inside an element the split is the least in the
+            norm's own metric (`_element_weights`), so that the iteration
+            reaches the least largest utilisation of the disks: rows ``J =
+            [2, 1 | 1]`` on one coordinate, limits 1, hold ``F/(1 + √5)``
+            (with each row's `split_weights` inside the disk, ``F/3.12``).
 
     Returns:
         ``x`` with the shape of ``b``.
@@ -119,6 +119,8 @@ def psd_solve(
     else:
         # The masked rows of `masked_solve` have unit diagonals and x = 0.
         weights = split_weights(limits, a)
+        if norm is not None:
+            weights = _element_weights(weights, norm, a.dtype)
 
     def least_norm(x):
         null = null_vectors(upper, singular)
@@ -163,6 +165,32 @@ def psd_solve(
     # Only when some member of a batch needs it (under `vmap` a batched
     # predicate would run it for all).
     return jax.lax.cond(eqxi.unvmap_any(jnp.any(singular)), least_norm, lambda x: x, x)
+
+
+def _element_weights(
+    weights: jax.Array, norm: Callable[[jax.Array], jax.Array], dtype
+) -> jax.Array:
+    """`psd_solve`'s weights for elements of several rows whose limits bound
+    ``norm``: within each element proportional to the norm's metric, ``w_k ∝
+    a_k²`` for ``|F| = |(f_k / a_k)_k|`` (a law's arms, ones without), scaled
+    to the mean of the element's rows' `weights` over ``a_k²`` (one-row
+    elements keep theirs).
+
+    The least ``Σ f_k² / w_k`` of one element's share is then the least
+    ``|F|``: its force along its rows' image, the split that Lawson's
+    per-element factors turn into the least largest ``|F_e| / L_e``. Per row
+    (`split_weights` inside a disk) the split bent the force away from it.
+    """
+    n = weights.shape[0]
+    # Row k of `per_unit`: the norm of the unit force on row k, 1/a_k on the
+    # rows of its element, 0 elsewhere; so it gives both the element of every
+    # row and the arms.
+    per_unit = jax.vmap(norm)(jnp.eye(n, dtype=dtype))
+    same = per_unit > 0
+    inverse_arm2 = jnp.diagonal(per_unit) ** 2
+    scale = weights * inverse_arm2
+    mean = jnp.sum(jnp.where(same, scale[None, :], 0.0), axis=1) / jnp.sum(same, axis=1)
+    return mean / inverse_arm2
 
 
 def masked_solve(
