@@ -305,13 +305,18 @@ def test_redundant_split_balances_disks_not_rows():
     from jaxfric._math import block_norm
     from jaxfric.simulate._stick import psd_solve
 
+    # With arms a (the disk bounds |f/a|, `IsotropicCoulomb.arms`) the disk's
+    # contact force |F| = r contributes |j_disk ⊙ a_disk| r.
     load, limits = 2.3, jnp.ones(3)
-    disk = lambda x: block_norm(x, (2, 1))[0]  # noqa: E731
-    for j in (jnp.ones(3), jnp.array([2.0, 1.0, 1.0])):
+    for j, arms in (((1.0, 1.0, 1.0), (1.0, 1.0, 1.0)),
+                    ((2.0, 1.0, 1.0), (1.0, 1.0, 1.0)),
+                    ((2.0, 1.0, 1.0), (2.0, 1.0, 1.0))):  # fmt: skip
+        j, arms = jnp.array(j), jnp.array(arms)
+        disk = lambda x, arms=arms: block_norm(x / arms, (2, 1))[0]  # noqa: E731
         a, b = jnp.outer(j, j), load * j
         rows = psd_solve(a, b, limits=limits)
         balanced = psd_solve(a, b, limits=limits, norm=disk)
-        best = load / (1 + float(jnp.linalg.norm(j[:2])))
+        best = load / (1 + float(jnp.linalg.norm(j[:2] * arms[:2])))
         assert float(jnp.max(disk(rows))) > 1.01 * best
         np.testing.assert_allclose(disk(balanced), best, rtol=1e-9)
         np.testing.assert_allclose(j @ balanced, load, rtol=1e-12)

@@ -119,11 +119,11 @@ def psd_solve(
     else:
         # The masked rows of `masked_solve` have unit diagonals and x = 0.
         weights = split_weights(limits, a)
-        if norm is not None:
-            weights = _element_weights(weights, norm, a.dtype)
 
-    def least_norm(x):
+    def least_norm(x, weights):
         null = null_vectors(upper, singular)
+        if limits is not None and norm is not None:
+            weights = _element_weights(weights, norm, a.dtype)
 
         def project(inverse_weights, x, null):
             return drop_null_part(x, null, singular, inverse_weights)
@@ -164,7 +164,9 @@ def psd_solve(
 
     # Only when some member of a batch needs it (under `vmap` a batched
     # predicate would run it for all).
-    return jax.lax.cond(eqxi.unvmap_any(jnp.any(singular)), least_norm, lambda x: x, x)
+    return jax.lax.cond(
+        eqxi.unvmap_any(jnp.any(singular)), least_norm, lambda x, _: x, x, weights
+    )
 
 
 def _element_weights(

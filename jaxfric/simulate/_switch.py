@@ -721,7 +721,8 @@ def _switching_elements(
     # It slips on the way its slip accelerates (the old modes' friction; its
     # own barely acts through a vanishing row).
     at_zero = (stuck & ~breakaway) | (stopped & ~passing)
-    turn = jnp.sign(slip_rate)
+    # Comparisons, not `jnp.sign`: a NaN rate (a failed coupling) falls back.
+    turn = jnp.where(slip_rate > 0, 1.0, jnp.where(slip_rate < 0, -1.0, 0.0))
     if reference is None:
         turn = jnp.where(turn != 0, turn, -modes)
         modes = jnp.where(passing, turn, modes).astype(modes.dtype)
