@@ -52,12 +52,20 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from jaxfric.forces import AbstractStatelessForce, ComputedTorque, Tabulated
-from jaxfric.friction import JointFriction, RevoluteLoad, TranslationalLoad
+from jaxfric.friction import (
+    JointFriction,
+    RevoluteLoad,
+    SphericalLoad,
+    TranslationalLoad,
+)
 from jaxfric.systems import ClosedChain, LoopJoint, RigidBodyTree
 
 ANGLES_DEG = (0.0, 120.0, 240.0)
 ACTIVE = ("q1", "q2", "q3", "q4", "q5", "q6")  # the paper's Q1..Q6
 PASSIVE = ("u1", "u2", "u3")
+# The three ball joints as friction elements (`build_chain(..., balls="tree")`):
+# each three gimbal revolutes, one element of three rows.
+BALLS = tuple((f"s{k}a", f"s{k}b", f"s{k}c") for k in (1, 2, 3))
 EZ = np.array([0.0, 0.0, 1.0])
 
 
@@ -380,15 +388,27 @@ def friction_forces(mech, fric, qd, qdd, u, ud, udd, reactions, j_u, j_omega, om
 
 
 def build_chain(
-    mech: Mapping[str, Any], friction_joints=ACTIVE + PASSIVE
+    mech: Mapping[str, Any], friction_joints=ACTIVE + PASSIVE, balls: str = "loops"
 ) -> ClosedChain:
-    """The 3-PPRS as a `ClosedChain` (12 tree coordinates, two ball loops), the
-    six prismatic joints independent in the paper's order ``q1..q6``.
+    """The 3-PPRS as a `ClosedChain`, the six prismatic joints independent in
+    the paper's order ``q1..q6``.
 
     Args:
         mech: the ``[mechanism]`` table.
-        friction_joints: names of the joints with friction elements.
+        friction_joints: names of the joints with friction elements (a ball:
+            its three gimbal joints, `BALLS`, with ``balls="tree"``).
+        balls: ``"loops"`` (default): chain 1's ball is three gimbal revolutes
+            carrying the platform, chains 2 and 3 close through ball
+            `LoopJoint` s (12 tree coordinates, 6 closure equations).
+            ``"tree"``: every ball is three gimbal revolutes (``s{k}a``,
+            ``s{k}b``, ``s{k}c``, as chain 1's), each carrying a third of the
+            platform (``platform``, ``platform2``, ``platform3``), the thirds
+            welded together (18 tree coordinates, 12 equations): the same
+            mechanism, cut where no joint rubs, so that every ball can carry a
+            friction element (`jaxfric.friction.SphericalLoad`).
     """
+    if balls not in ("loops", "tree"):
+        raise ValueError(f"`balls` must be 'loops' or 'tree'; got {balls!r}.")
     e, n, t = directions()
     big_r, small_r, ell = (
         mech["base_radius"],
@@ -414,13 +434,36 @@ def build_chain(
              rod_inertia, f"u{k}", f"rod{k}"),
         ]  # fmt: skip
 
-    gimbal = [
-        (2, "revolute", n[0], ell * t[0], 0.0, zero3, zero33, "s1a", "gimbal1"),
-        (3, "revolute", t[0], zero3, 0.0, zero3, zero33, "s1b", "gimbal2"),
-        (4, "revolute", EZ, zero3, mech["platform_mass"] + mech["object_mass"],
-         -small_r * e[0], np.diag(mech["platform_inertia"]), "s1c", "platform"),
-    ]  # fmt: skip
-    rows = chain(0, 0) + gimbal + chain(1, 6) + chain(2, 9)
+    def gimbal(i, rod, mass, com, inertia, link):
+        """Rows of chain ``i``'s ball (three revolutes about ``n_i``, ``t_i``,
+        ``e_z`` at the rod's tip ``A_i``; massless gimbal links) carrying
+        `link`, its frame at ``A_i``, the rod at tree index `rod`."""
+        k = i + 1
+        return [
+            (rod, "revolute", n[i], ell * t[i], 0.0, zero3, zero33, f"s{k}a",
+             f"gimbal{k}1" if k > 1 else "gimbal1"),
+            (rod + 1, "revolute", t[i], zero3, 0.0, zero3, zero33, f"s{k}b",
+             f"gimbal{k}2" if k > 1 else "gimbal2"),
+            (rod + 2, "revolute", EZ, zero3, mass, com, inertia, f"s{k}c", link),
+        ]  # fmt: skip
+
+    mass_p = mech["platform_mass"] + mech["object_mass"]
+    inertia_p = np.diag(mech["platform_inertia"])
+    if balls == "loops":
+        platform = gimbal(0, 2, mass_p, -small_r * e[0], inertia_p, "platform")
+        rows = chain(0, 0) + platform + chain(1, 6) + chain(2, 9)
+    else:
+        # The platform in three welded thirds (same centre, a third of its
+        # mass and inertia each: together the platform): every ball's gimbal
+        # then moves inertia, so the tree's mass matrix stays definite.
+        def third(i, rod, link):
+            return gimbal(i, rod, mass_p / 3, -small_r * e[i], inertia_p / 3, link)
+
+        rows = (
+            chain(0, 0) + third(0, 2, "platform")
+            + chain(1, 6) + third(1, 8, "platform2")
+            + chain(2, 12) + third(2, 14, "platform3")
+        )  # fmt: skip
     parents, types, axes, origins, mass, com, inertia, jnames, lnames = map(
         list, zip(*rows, strict=True)
     )
@@ -437,32 +480,50 @@ def build_chain(
         joint_names=jnames,
         link_names=lnames,
     )
-    loops = [
-        LoopJoint(
-            "ball",
-            f"rod{i + 1}",
-            "platform",
-            translation_a=ell * t[i],
-            translation_b=small_r * (e[i] - e[0]),
-        )
-        for i in (1, 2)
-    ]
+    if balls == "loops":
+        loops = [
+            LoopJoint(
+                "ball",
+                f"rod{i + 1}",
+                "platform",
+                translation_a=ell * t[i],
+                translation_b=small_r * (e[i] - e[0]),
+            )
+            for i in (1, 2)
+        ]
+    else:
+        # A level platform has the world's orientation in every chain's
+        # last gimbal link (each gimbal undoes its rod's angle).
+        loops = [
+            LoopJoint(
+                "weld",
+                f"platform{i + 1}",
+                "platform",
+                translation_b=small_r * (e[i] - e[0]),
+            )
+            for i in (1, 2)
+        ]
     # Assembly guess: the platform level at the centre of the workspace.
     centre = np.array([0.0, 0.0, mech["guess_height"]])
     q, u = (np.asarray(x) for x in inverse_geometry(mech, centre, np.eye(3)))
     return ClosedChain(
-        tree, loops, independent=list(ACTIVE), q_guess=tree_coordinates(q, u)
+        tree, loops, independent=list(ACTIVE), q_guess=tree_coordinates(q, u, balls)
     )
 
 
-def tree_coordinates(q, u):
-    """Tree coordinates (12) of a level platform from ``(q, u)``: per chain
-    ``(q_i, q_{i+3}, u_i)``, and the gimbal of chain 1 ``(−u_1, 0, 0)``."""
+def tree_coordinates(q, u, balls: str = "loops"):
+    """Tree coordinates of a level platform from ``(q, u)`` (`build_chain`'s
+    `balls`): per chain ``(q_i, q_{i+3}, u_i)``, followed by its gimbal
+    ``(−u_i, 0, 0)`` for chain 1 (``"loops"``, 12) or for every chain
+    (``"tree"``, 18)."""
     q, u = jnp.asarray(q), jnp.asarray(u)
     zero = jnp.zeros_like(u[0])
-    return jnp.stack(
-        [q[0], q[3], u[0], -u[0], zero, zero, q[1], q[4], u[1], q[2], q[5], u[2]]
-    )
+    out = []
+    for i in range(3):
+        out += [q[i], q[i + 3], u[i]]
+        if i == 0 or balls == "tree":
+            out += [-u[i], zero, zero]
+    return jnp.stack(out)
 
 
 # -- forward simulation: computed-torque control with exact joint friction --------
@@ -523,22 +584,31 @@ class CompensatedTorque(AbstractStatelessForce):
 
 
 def joint_friction_law(
-    fric: Mapping[str, Any], sim: Mapping[str, Any]
+    fric: Mapping[str, Any], sim: Mapping[str, Any], balls: bool = False
 ) -> JointFriction:
     """Exact Coulomb friction from the joints' reactions on the nine elements
     of `build_chain` (the six prismatic joints, then the three revolute ones):
     each slider rubs with the reaction force across its axis, ``μ·N``
     (`TranslationalLoad`, reaction force only; the paper's Eq. 15–16), each
-    pin with ``μ_r (d_r/2) √(V*² + W*²)`` (`RevoluteLoad`, pin only; Eq. 9).
+    pin with ``μ_r (d_r/2) √(V*² + W*²)`` (`RevoluteLoad`, pin only; Eq. 9);
+    with `balls` (friction joints ``ACTIVE + PASSIVE + BALLS`` of
+    ``build_chain(..., balls="tree")``) each ball too, a torque of norm
+    ``μ_s (d_s/2) √(H² + V² + W²)`` against its relative rotation
+    (`SphericalLoad`, reaction force only; Eq. 9).
 
     Args:
-        fric: `friction_coefficients` (``mu_r``, ``d_r``).
+        fric: `friction_coefficients` (``mu_r``, ``d_r``, ``mu_s``, ``d_s``).
         sim: the ``[simulation]`` table (``mu_static``, ``mu_dynamic`` of the
-            sliders, ``static_ratio`` of the pins).
+            sliders, ``static_ratio`` of the pins and balls).
+        balls: whether the three ball joints carry friction elements.
     """
     loads = (TranslationalLoad(inputs="0100"),) * 6 + (
         RevoluteLoad(pin_radius=0.5 * fric["d_r"], friction_arm=0.0, inputs="0100"),
     ) * 3
-    mu_d = np.array([sim["mu_dynamic"]] * 6 + [fric["mu_r"]] * 3)
-    mu_s = np.array([sim["mu_static"]] * 6 + [sim["static_ratio"] * fric["mu_r"]] * 3)
-    return JointFriction(mu_s, mu_d, loads)
+    mu_d = [sim["mu_dynamic"]] * 6 + [fric["mu_r"]] * 3
+    mu_s = [sim["mu_static"]] * 6 + [sim["static_ratio"] * fric["mu_r"]] * 3
+    if balls:
+        loads += (SphericalLoad(ball_radius=0.5 * fric["d_s"], inputs="0100"),) * 3
+        mu_d += [fric["mu_s"]] * 3
+        mu_s += [sim["static_ratio"] * fric["mu_s"]] * 3
+    return JointFriction(np.array(mu_s), np.array(mu_d), loads)
