@@ -48,6 +48,13 @@ _LCP_FORCE_TOL = 1e-9
 # forces (`psd_solve` with `limits`): steps, and the smallest relative weight.
 _LAWSON_STEPS = 100
 _LAWSON_FLOOR = 1e-6
+# Gauss–Seidel sweeps over the elements slipping from rest in
+# `isotropic_modes`: each takes the direction its slip accelerates in under the
+# others' forces. The 3-PPRS's three balls released together from rest were
+# 1.8e-2 (relative) off their acceleration directions after 2 sweeps and
+# 1e-6 after 4 (both inconsistent, the run ending with stick_solve_failed);
+# after 8 they are consistent.
+_DIRECTION_SWEEPS = 8
 # A redundant stuck element creeps (`creep_directions`) when the dependence of
 # its row on the others changes along the motion by more than this fraction of
 # the change of the rows it depends on (rounding: ~1e-12); a motion is one the
@@ -921,11 +928,11 @@ def isotropic_modes(
     element slipping from rest (released here, or in `released`: a breakaway)
     gets the direction in which it accelerates under its own kinetic force
     (`_slip_direction` in the contact's slip ``a s``, one element at a time
-    with the others' forces held, swept twice); repeated until no stuck force
-    is outside its disk. A `load_dependent` law (a cylindrical joint's
-    `jaxfric.friction.JointFriction`) takes its levels at the reactions of
-    the last choice's friction (`friction_at_modes`, which solves the load
-    coupling), and the choice is made again at them, `_COUPLED_CHOICES`
+    with the others' forces held, swept `_DIRECTION_SWEEPS` times); repeated
+    until no stuck force is outside its disk. A `load_dependent` law (a
+    cylindrical joint's `jaxfric.friction.JointFriction`) takes its levels at
+    the reactions of the last choice's friction (`friction_at_modes`, which
+    solves the load coupling), and the choice is made again at them, `_COUPLED_CHOICES`
     times: the levels change by about ``μ·r/ℓ`` per round (where they have
     not settled the check fails and the run ends with
     ``RESULTS.stick_solve_failed``). The result is
@@ -1020,7 +1027,7 @@ def isotropic_modes(
             def sweep(_, reference):
                 return jax.lax.fori_loop(0, count, one, reference)
 
-            return jax.lax.fori_loop(0, 2, sweep, reference)
+            return jax.lax.fori_loop(0, _DIRECTION_SWEEPS, sweep, reference)
 
         def release(_, carry):
             modes, reference = carry
