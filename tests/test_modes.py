@@ -15,7 +15,11 @@ import numpy as np
 import pytest
 
 import jaxfric as jf
-from jaxfric.simulate._stick import consistent_modes, friction_at_modes
+from jaxfric.simulate._stick import (
+    consistent_modes,
+    friction_at_modes,
+    isotropic_modes,
+)
 
 # Brute force and certificate: a stick force may exceed its limit, and a
 # slipping element accelerate against its direction, by this much relative to
@@ -338,6 +342,68 @@ def test_many_elements_consistency_certificate():
             v = _violation(delassus, free_rate, modes[i], static[i], fc[i])
             assert v <= _REL_TOL
         assert 0.2 < np.mean(modes == 0) < 0.8  # mixed stick and slip
+
+
+_DIMS = (1, 1, 2, 2)  # vector elements of one and two rows
+
+
+@jax.jit
+def _isotropic_from_rest(mass, jac, fc, fs, net):
+    """`isotropic_modes` of all elements from rest for a batch of constant
+    systems and `IsotropicCoulomb(fc, fs, dims=_DIMS)` laws."""
+
+    def one(mass, jac, fc, fs, net):
+        system = _Constant(mass, jac, *jac.shape[::-1])
+        law = jf.friction.IsotropicCoulomb(fc, fs, dims=_DIMS)
+        m = system.n_friction
+        q = jnp.zeros(system.n_dof)
+        return isotropic_modes(
+            system, law, q, q, net, jnp.zeros(m, jnp.int32), jnp.ones(m),
+            jnp.ones(m, bool), jnp.zeros(m, bool),
+        )  # fmt: skip
+
+    return jax.vmap(one)(mass, jac, fc, fs, net)
+
+
+def test_isotropic_modes_from_rest_pass_a_numpy_certificate():
+    # Vector elements (1, 1, 2, 2 rows), all at rest, static limits 1 to 1.5
+    # times the kinetic levels. Certificate in NumPy from the returned modes
+    # and directions: stuck forces inside their disks |F| <= fs, slipping ones
+    # accelerating along their direction. (The release heuristic the disk
+    # problem replaced, one element released at a time and never stuck again,
+    # left 7 of these 64 inconsistent: an element released early lost its
+    # load to those released after it and accelerated against its direction.)
+    rng = np.random.default_rng(5)
+    num, m = 64, sum(_DIMS)
+    mass, jac, _, net, *_ = _random_problems(rng, num, m)
+    element = np.repeat(np.arange(len(_DIMS)), _DIMS)
+    level = rng.uniform(0.2, 1.5, size=(num, len(_DIMS)))
+    fc = level[:, element]
+    fs = fc * rng.uniform(1.0, 1.5, size=(num, len(_DIMS)))[:, element]
+    modes, direction, ok = map(
+        np.asarray, _isotropic_from_rest(*map(jnp.asarray, (mass, jac, fc, fs, net)))
+    )
+    assert ok.all()
+    for i in range(num):
+        delassus, free_rate = _delassus(mass[i], jac[i], net[i])
+        stuck = modes[i] == 0
+        f = np.where(stuck, 0.0, fc[i] * direction[i])
+        if stuck.any():
+            block = delassus[np.ix_(stuck, stuck)]
+            rhs = free_rate[stuck] - delassus[np.ix_(stuck, ~stuck)] @ f[~stuck]
+            f[stuck] = np.linalg.solve(block, rhs)
+        rate = free_rate - delassus @ f
+        for k in range(len(_DIMS)):
+            rows = element == k
+            if stuck[rows].all():
+                assert np.linalg.norm(f[rows]) <= fs[i, rows][0] * (1 + _REL_TOL)
+            else:
+                a, u = rate[rows], direction[i, rows]
+                along = a @ u
+                scale = _REL_TOL * np.max(np.abs(delassus)) * fs[i].max()
+                assert along >= -scale
+                assert np.linalg.norm(a - along * u) <= 1e-6 * abs(along) + scale
+    assert 0.1 < np.mean(modes == 0) < 0.9  # mixed stick and slip
 
 
 # --- two elements on one coordinate of an oscillator, end to end ---

@@ -34,7 +34,7 @@ from .._math import (
 from .._types import Coordinates, Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
 from ._law import AbstractFrictionLaw
-from ._lcp import box_lcp
+from ._lcp import box_lcp, disk_lcp
 from ._loads import LoadCoupling, solve_load_coupling
 
 STICK = 0
@@ -48,13 +48,10 @@ _LCP_FORCE_TOL = 1e-9
 # forces (`psd_solve` with `limits`): steps, and the smallest relative weight.
 _LAWSON_STEPS = 100
 _LAWSON_FLOOR = 1e-6
-# Gauss–Seidel sweeps over the elements slipping from rest in
-# `isotropic_modes`: each takes the direction its slip accelerates in under the
-# others' forces. The 3-PPRS's three balls released together from rest were
-# 1.8e-2 (relative) off their acceleration directions after 2 sweeps and
-# 1e-6 after 4 (both inconsistent, the run ending with stick_solve_failed);
-# after 8 they are consistent.
-_DIRECTION_SWEEPS = 8
+# Differentiable Gauss–Seidel sweeps over the directions of the elements
+# slipping from rest in `isotropic_modes`, from the converged ones of its disk
+# problem (a fixed point: the sweeps carry the derivatives).
+_DIRECTION_SWEEPS = 2
 # A redundant stuck element creeps (`creep_directions`) when the dependence of
 # its row on the others changes along the motion by more than this fraction of
 # the change of the rows it depends on (rounding: ~1e-12); a motion is one the
@@ -922,21 +919,28 @@ def isotropic_modes(
     `jaxfric.friction.IsotropicCoulomb`) at zero slip velocity: the vector
     form of Farhat et al. 2010, Sec. 4.2.
 
-    The elements of `at_zero` are assumed stuck and their stick forces solved
-    together (the Delassus system, Eq. 7, with all their rows); the stuck
-    element furthest outside its disk ``|F| <= fs`` is released, and every
-    element slipping from rest (released here, or in `released`: a breakaway)
-    gets the direction in which it accelerates under its own kinetic force
-    (`_slip_direction` in the contact's slip ``a s``, one element at a time
-    with the others' forces held, swept `_DIRECTION_SWEEPS` times); repeated
-    until no stuck force is outside its disk. A `load_dependent` law (a
-    cylindrical joint's `jaxfric.friction.JointFriction`) takes its levels at
-    the reactions of the last choice's friction (`friction_at_modes`, which
-    solves the load coupling), and the choice is made again at them, `_COUPLED_CHOICES`
-    times: the levels change by about ``μ·r/ℓ`` per round (where they have
-    not settled the check fails and the run ends with
-    ``RESULTS.stick_solve_failed``). The result is
-    checked, never assumed: every stuck force inside its disk (relative
+    The forces of the elements at rest (`at_zero` and `released`, with the
+    others' slip forces held) solve the maximum-dissipation problem
+    ``min ½ gᵀ W g − bᵀ g``, ``|g_k| <= fs_k``, in the contact's force ``g``
+    and slip ``a s`` (`disk_lcp`; ``W`` the Delassus matrix, Eq. 7, with all
+    their rows): where an element's slip acceleration is not zero its force
+    is on its circle and points along it. Those elements slip; their radius
+    drops to the kinetic level and the problem is solved again, until no
+    further element slips (a breakaway cascade, as `consistent_modes`';
+    elements in `released` slip from the start). Its solution is consistent
+    by construction, also for redundant elements (a semidefinite ``W``: the
+    accelerations are unique). An element held at its kinetic level without
+    accelerating sticks. The directions of the elements slipping from rest
+    are then swept `_DIRECTION_SWEEPS` times with `_slip_direction` from the
+    converged ones, which carries their derivatives (the implicit ones of one
+    element's direction with the others' forces held). A `load_dependent`
+    law (`jaxfric.friction.JointFriction` on a cylindrical or ball joint)
+    takes its levels at the reactions of the last choice's friction
+    (`friction_at_modes`, which solves the load coupling), and the choice is
+    made again at them, `_COUPLED_CHOICES` times: the levels change by about
+    ``μ·r/ℓ`` per round (where they have not settled the check fails and the
+    run ends with ``RESULTS.stick_solve_failed``). The result is checked,
+    never assumed: every stuck force inside its disk (relative
     ``1e-9``), every element slipping from rest accelerating along its
     direction, at the levels of the final friction.
 
@@ -1029,26 +1033,54 @@ def isotropic_modes(
 
             return jax.lax.fori_loop(0, _DIRECTION_SWEEPS, sweep, reference)
 
-        def release(_, carry):
-            modes, reference = carry
-            reference = directions(modes, reference)
-            stuck = modes == STICK
-            # Redundant stuck elements (a closed chain's pins and ball held
-            # together) share their load at the least largest fraction of
-            # their limits: a basic split may put one outside its disk while
-            # a split that holds exists.
-            friction, _ = solve_stick(
-                system, q, qd, net, law_at.slip_force(slip, reference), stuck,
-                parts, limits=weights, norm=law_at.force_norm,
-            )  # fmt: skip
-            norm = law_at.force_norm(friction)
-            excess = jnp.where(stuck & at_zero, norm / weights - 1.0, -jnp.inf)
-            worst = jnp.argmax(excess)
-            rows = (element == element[worst]) & (excess[worst] > 1e-9)
-            return jnp.where(rows, 1, modes).astype(modes.dtype), reference
+        # The mode choice, without derivatives: the disk problem of the
+        # elements at rest in the contact's slip ``a s`` (`disk_lcp`), their
+        # radii the static limits, dropped to the kinetic level for those that
+        # slip, until no further element slips (the breakaway cascade of
+        # `consistent_modes`). Its optimality conditions are consistency: a
+        # stuck element inside its disk, a slipping one accelerating the way
+        # its kinetic force points.
+        moving_force = jnp.where(rest, 0.0, law_at.slip_force(slip, reference))
+        free_rate = arms * (
+            parts.jac @ (parts.acc_net - parts.minv_jt @ moving_force) + parts.jdot_qd
+        )
+        contact = arms[:, None] * parts.delassus * arms[None, :]
+        free_rate, contact, limit_c, kinetic_c = jax.lax.stop_gradient(
+            (free_rate, contact, weights, kinetic)
+        )
+        # Rounding: 1e-9 of the slip acceleration each element's limit
+        # produces (the final check's tolerance).
+        tol = 1e-9 * jnp.abs(jnp.diagonal(contact)) * limit_c
 
-        modes, reference = jax.lax.fori_loop(0, count + 1, release, (modes, reference))
-        return modes, directions(modes, reference)
+        def solve(slipping, g):
+            radius = jnp.where(slipping, kinetic_c, limit_c)
+            g, _, _ = disk_lcp(
+                contact, free_rate, radius, sizes, rest, g, limit_c,
+                rtol=_LCP_RTOL, max_sweeps=_LCP_MAX_SWEEPS,
+            )  # fmt: skip
+            rate = free_rate - contact @ g
+            return g, rate, block_norm(rate, d)[0] > tol
+
+        def cascade(_, carry):
+            slipping, g = carry
+            g, _, accelerates = solve(slipping, g)
+            return slipping | (rest & accelerates), g
+
+        slipping, g = jax.lax.fori_loop(
+            0, count + 1, cascade, (released, jnp.zeros_like(slip))
+        )
+        g, rate, accelerates = solve(slipping, g)
+        # A breakaway slips; an element at rest held at its kinetic level
+        # without accelerating sticks (inside its static disk).
+        slips = released | (slipping & accelerates)
+        # Its direction: its acceleration's (its force's where that is zero).
+        u = jnp.where(accelerates, rate, g)
+        u = u / jnp.maximum(block_norm(u, d)[0], 1e-300) / arms
+        u = u / jnp.maximum(block_norm(u, d)[0], 1e-300)
+        modes = jnp.where(rest, jnp.where(slips, 1, STICK), modes)
+        reference = jnp.where(rest & slips, u, reference)
+        # Differentiable directions: sweeps from the converged ones.
+        return modes.astype(initial.dtype), directions(modes, reference)
 
     def coupled(modes, reference, split=False):
         return friction_at_modes(
