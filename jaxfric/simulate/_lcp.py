@@ -1,4 +1,4 @@
-"""Box-constrained linear complementarity by projected Gauss–Seidel.
+"""Box- and disk-constrained linear complementarity by projected Gauss–Seidel.
 
 With the static friction limits as bounds, the forces of the elements at zero
 slip velocity at an event solve a box-constrained (mixed) LCP: the optimality
@@ -12,7 +12,9 @@ Nonsmooth Dynamical Systems, on the LCP form of Coulomb friction). Projected
 Gauss–Seidel (projected SOR with unit relaxation; Cottle, Pang & Stone 1992,
 Ch. 5) is coordinate descent on it; it converges, linearly, also for a
 semidefinite ``D`` with a positive diagonal (Luo & Tseng 1992, J. Optim.
-Theory Appl. 72(1)), which is what redundant elements give.
+Theory Appl. 72(1)), which is what redundant elements give. `disk_lcp` is
+the same for vector elements (isotropic friction): each element's force bounded
+by a disk instead of a box.
 """
 
 import jax
@@ -146,13 +148,15 @@ def disk_lcp(
     active = free[heads] & (trace > 0)
     inverse = jnp.where(active, 1.0 / jnp.where(active, trace, 1.0), 0.0)
 
+    def project(k, x):
+        # Onto element k's disk; inactive elements keep their entries.
+        radius, norm = limits[bounds[k][0]], jnp.sqrt(x @ x)
+        shrink = jnp.where(norm > radius, radius / jnp.where(norm > 0, norm, 1.0), 1.0)
+        return jnp.where(active[k], x * shrink, x)
+
     def step(k, g, gradient):
         a, b = bounds[k]
-        x = g[a:b] - gradient * inverse[k]
-        norm = jnp.sqrt(x @ x)
-        radius = limits[a]
-        shrink = jnp.where(norm > radius, radius / jnp.where(norm > 0, norm, 1.0), 1.0)
-        return jnp.where(active[k], x * shrink, g[a:b])
+        return jnp.where(active[k], project(k, g[a:b] - gradient * inverse[k]), g[a:b])
 
     def residual(g):
         gradient = matrix @ g - rhs
@@ -173,5 +177,9 @@ def disk_lcp(
         _, res, sweeps = carry
         return (res > rtol) & (sweeps < max_sweeps)
 
-    carry = (start, residual(start), jnp.array(0, jnp.int32))
+    # The first iterate inside the disks (`box_lcp` clips it to the box).
+    g0 = start
+    for k, (a, b) in enumerate(bounds):
+        g0 = g0.at[a:b].set(project(k, start[a:b]))
+    carry = (g0, residual(g0), jnp.array(0, jnp.int32))
     return jax.lax.while_loop(unfinished, sweep, carry)

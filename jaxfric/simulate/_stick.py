@@ -26,6 +26,7 @@ from .._linalg import (
 from .._math import (
     block_dot,
     block_norm,
+    block_sum,
     element_index,
     element_sizes,
     element_starts,
@@ -50,7 +51,7 @@ _LAWSON_STEPS = 100
 _LAWSON_FLOOR = 1e-6
 # Differentiable Gauss–Seidel sweeps over the directions of the elements
 # slipping from rest in `isotropic_modes`, from the converged ones of its disk
-# problem (a fixed point: the sweeps carry the derivatives).
+# problem (a fixed point; the sweeps carry the derivatives).
 _DIRECTION_SWEEPS = 2
 # A redundant stuck element creeps (`creep_directions`) when the dependence of
 # its row on the others changes along the motion by more than this fraction of
@@ -927,13 +928,18 @@ def isotropic_modes(
     is on its circle and points along it. Those elements slip; their radius
     drops to the kinetic level and the problem is solved again, until no
     further element slips (a breakaway cascade, as `consistent_modes`';
-    elements in `released` slip from the start). Its solution is consistent
-    by construction, also for redundant elements (a semidefinite ``W``: the
-    accelerations are unique). An element held at its kinetic level without
-    accelerating sticks. The directions of the elements slipping from rest
-    are then swept `_DIRECTION_SWEEPS` times with `_slip_direction` from the
-    converged ones, which carries their derivatives (the implicit ones of one
-    element's direction with the others' forces held). A `load_dependent`
+    elements in `released` slip from the start). Its solution is consistent,
+    also for redundant elements (a semidefinite ``W``: the accelerations are
+    unique), where the sweeps converged (`_LCP_MAX_SWEEPS`; the step is
+    ``1/trace`` of an element's block, slow for a block of very unequal
+    rows, e.g. a cylindrical joint's spin and slide) and where the split of
+    the segments' stick forces holds it (both checked below). An element held
+    at its kinetic level without accelerating sticks. The directions of the
+    elements slipping from rest are then swept `_DIRECTION_SWEEPS` times with
+    `_slip_direction` from the converged ones; their derivatives are those of
+    the sweeps (exact for one element slipping from rest, the implicit
+    derivative with the others' forces held; for several coupled ones a
+    truncated series). A `load_dependent`
     law (`jaxfric.friction.JointFriction` on a cylindrical or ball joint)
     takes its levels at the reactions of the last choice's friction
     (`friction_at_modes`, which solves the load coupling), and the choice is
@@ -1049,8 +1055,8 @@ def isotropic_modes(
             (free_rate, contact, weights, kinetic)
         )
         # Rounding: 1e-9 of the slip acceleration each element's limit
-        # produces (the final check's tolerance).
-        tol = 1e-9 * jnp.abs(jnp.diagonal(contact)) * limit_c
+        # produces, one per element (its rows' modes alike).
+        tol = 1e-9 * block_sum(jnp.abs(jnp.diagonal(contact)), d) * limit_c
 
         def solve(slipping, g):
             radius = jnp.where(slipping, kinetic_c, limit_c)
@@ -1075,8 +1081,9 @@ def isotropic_modes(
         slips = released | (slipping & accelerates)
         # Its direction: its acceleration's (its force's where that is zero).
         u = jnp.where(accelerates, rate, g)
-        u = u / jnp.maximum(block_norm(u, d)[0], 1e-300) / arms
-        u = u / jnp.maximum(block_norm(u, d)[0], 1e-300)
+        tiny = jnp.finfo(slip.dtype).tiny
+        u = u / jnp.maximum(block_norm(u, d)[0], tiny) / arms
+        u = jax.lax.stop_gradient(u / jnp.maximum(block_norm(u, d)[0], tiny))
         modes = jnp.where(rest, jnp.where(slips, 1, STICK), modes)
         reference = jnp.where(rest & slips, u, reference)
         # Differentiable directions: sweeps from the converged ones.
