@@ -22,3 +22,13 @@ def _central_differences(fn, params, rel_step):
 def central_differences():
     """The reference gradient for `jax.grad` checks: see `_central_differences`."""
     return _central_differences
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _clear_compiled_programs():
+    """Frees each module's compiled programs after it (`jax.clear_caches`):
+    a worker that kept them all grew past 6 GB, and one crashed inside XLA's
+    compiler (a segmentation fault) 14 minutes into a run; the same test
+    passed alone. Modules share no compiled programs they need to keep."""
+    yield
+    jax.clear_caches()

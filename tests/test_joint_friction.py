@@ -803,15 +803,6 @@ def _gimbal_axes(q):
     return jnp.stack([jnp.array([1.0, 0, 0]), rx[:, 1], (rx @ ry)[:, 2]], 1)
 
 
-class _BallTorque(jf.forces.AbstractStatelessForce):
-    """A torque ``−rate·t·n`` on the ball (socket frame), as joint torques."""
-
-    rate: jax.Array
-
-    def __call__(self, t, q, qd):
-        return _gimbal_axes(q).T @ (-self.rate * t * jnp.asarray(BALL_AXIS))
-
-
 def _ball_closed_form(mu_s, mu_d, w0, rate, t):
     """``(stop, breakaway, ω·n at t)``: spun at ``w0`` about n against the
     growing torque, it stops at the root of ``w0 − (k_d t + rate t²/2)/I``,
@@ -868,43 +859,92 @@ def test_ball_joint_rows_and_reactions_by_hand():
     )
 
 
-def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
-    # Launched at 8 rad/s about n against the torque −0.2 t n (N·m): the exact
-    # law stops it, holds it at rest (ω = 0.0 exactly, fixed orientation),
-    # then turns it back; the switch path's events and derivatives against
-    # the closed form's.
-    system, t1 = _ball(), 1.2
-    ts = jnp.linspace(0.0, t1, 25)
-    load = jf.SphericalLoad(ball_radius=BALL_RB, torque_preload=BALL_PRE)
-
-    @jax.jit
-    def run(params):
-        def ends(p):
-            law = jf.JointFriction(p[0], p[1], loads=(load,))
-            sol = jf.simulate(
-                system, law, jnp.zeros(3), p[2] * jnp.asarray(BALL_AXIS), t1,
-                ts=ts, force=_BallTorque(jnp.asarray(0.2)),
-                adjoint=diffrax.ForwardMode(),
-            )  # fmt: skip
-            omega = _gimbal_axes(sol.q[-1]) @ sol.qd[-1]
-            return jnp.stack([*sol.event_times[:2], omega @ BALL_AXIS]), sol
-
-        return jax.jacfwd(ends, has_aux=True)(params)
-
-    params = jnp.array([0.5, 0.4, 8.0])
-    jac, sol = run(params)
-    assert sol.result == jf.RESULTS.successful
-    spin = (_gimbal_axes(sol.q[-1]) @ sol.qd[-1]) @ BALL_AXIS
-    value = jnp.stack([*sol.event_times[:2], spin])
-    expected = _ball_closed_form(*params, 0.2, t1)
-    np.testing.assert_allclose(value[:2], expected[:2], rtol=0, atol=_EVENT_TOL)
-    np.testing.assert_allclose(value[2], expected[2], rtol=_TRAJECTORY_TOL)
-    np.testing.assert_allclose(
-        jac, jax.jacfwd(lambda p: _ball_closed_form(*p, 0.2, t1))(params),
-        rtol=1e-7, atol=1e-9,
+def _ball_and_rotor(ball_inertia):
+    """The ball of `_ball` (inertia `ball_inertia`, kg·m², about its centre)
+    and beside it a rotor on its own revolute joint (`_rotor`'s body with its
+    centre of mass on the axis, so its pin carries only its weight, axially):
+    elements of different sizes in one law, the rotor's row first."""
+    zero = np.zeros((3, 3))
+    return jf.systems.RigidBodyTree(
+        [-1, 0, 1, -1], ["revolute"] * 4, [*np.eye(3), (0, 0, 1)], np.zeros((4, 3)),
+        mass=[0.0, 0.0, BALL_M, M], com=np.zeros((4, 3)),
+        inertia=[zero, zero, ball_inertia, INERTIA * np.eye(3)],
+        gravity=(0.0, 0.0, -G), joint_names=["bx", "by", "bz", "rotor"],
+        friction_joints=["rotor", ("bx", "by", "bz")],
     )  # fmt: skip
-    stop, breakaway = expected[:2]
-    held = (ts > stop + 1e-6) & (ts < breakaway - 1e-6)
+
+
+class _BallTorque(jf.forces.AbstractStatelessForce):
+    """A torque ``constant − rate·t·n`` (N·m, socket frame) on the ball of
+    `_ball_and_rotor`, as joint torques; none on the rotor."""
+
+    constant: jax.Array
+    rate: jax.Array
+
+    def __call__(self, t, q, qd):
+        torque = self.constant - self.rate * t * jnp.asarray(BALL_AXIS)
+        return jnp.append(_gimbal_axes(q[:3]).T @ torque, 0.0)
+
+
+_BALL_T1 = 1.2
+_BALL_TS = jnp.linspace(0.0, _BALL_T1, 25)
+
+
+@jax.jit
+def _ball_run(params, system, torque):
+    """``(∂ends/∂params, solution)`` for ``params = (μ_s, μ_d, ball spin ω0
+    about n, rotor ω0)`` (rad/s), ``ends`` the first three event times and
+    the ball's spin about n at t1. One compiled program serves every ball
+    simulation below (systems and torques are arguments)."""
+
+    def ends(p):
+        ball = jf.SphericalLoad(ball_radius=BALL_RB, torque_preload=BALL_PRE)
+        law = jf.JointFriction(p[0], p[1], loads=(_load(), ball))
+        qd0 = jnp.append(p[2] * jnp.asarray(BALL_AXIS), p[3])
+        sol = jf.simulate(
+            system, law, jnp.zeros(4), qd0, _BALL_T1, ts=_BALL_TS, force=torque,
+            adjoint=diffrax.ForwardMode(), throw=False,
+        )  # fmt: skip
+        spin = (_gimbal_axes(sol.q[-1, :3]) @ sol.qd[-1, :3]) @ BALL_AXIS
+        return jnp.append(sol.event_times[:3], spin), sol
+
+    return jax.jacfwd(ends, has_aux=True)(params)
+
+
+def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
+    # The ball launched at 8 rad/s about n against the torque −0.2 t n (N·m):
+    # the exact law stops it, holds it at rest (ω = 0.0 exactly, fixed
+    # orientation), then turns it back; beside it in the same JointFriction
+    # the rotor spun at 10 rad/s stops at I w0/(μ_d (r_n m g + T_pre/μ_s)).
+    # The switch path's events and derivatives against the closed forms.
+    system = _ball_and_rotor(BALL_I * np.eye(3))
+    law = jf.JointFriction(
+        0.5, 0.4, loads=(_load(), jf.SphericalLoad(ball_radius=BALL_RB))
+    )
+    assert law.rows_per_element == (1, 3)
+    params = jnp.array([0.5, 0.4, 8.0, 10.0])
+    jac, sol = _ball_run(params, system, _BallTorque(jnp.zeros(3), jnp.asarray(0.2)))
+    assert sol.result == jf.RESULTS.successful
+
+    def closed_form(p):
+        rotor = INERTIA * p[3] / (p[1] * (RN * M * G + T_PRE / p[0]))
+        stop, breakaway, spin = _ball_closed_form(*p[:3], 0.2, _BALL_T1)
+        return jnp.stack([rotor, stop, breakaway, spin])
+
+    expected = closed_form(params)
+    value = jnp.append(
+        sol.event_times[:3], (_gimbal_axes(sol.q[-1, :3]) @ sol.qd[-1, :3]) @ BALL_AXIS
+    )
+    np.testing.assert_allclose(value[:3], expected[:3], rtol=0, atol=_EVENT_TOL)
+    np.testing.assert_allclose(value[3], expected[3], rtol=_TRAJECTORY_TOL)
+    np.testing.assert_allclose(
+        jac, jax.jacfwd(closed_form)(params), rtol=1e-7, atol=1e-9
+    )
+    assert np.all(np.abs(np.asarray(jac)[[0, 1, 2], [3, 2, 0]]) > 1e-3)
+    rotor_stop, stop, breakaway = (float(x) for x in expected[:3])
+    rotor_held = np.asarray(_BALL_TS) > rotor_stop
+    assert np.all(np.asarray(sol.qd)[rotor_held, 3] == 0.0)
+    held = (_BALL_TS > stop + 1e-6) & (_BALL_TS < breakaway - 1e-6)
     assert int(held.sum()) >= 5
     assert float(jnp.max(jnp.abs(sol.qd[held]))) == 0.0
     assert float(jnp.max(jnp.abs(sol.q[held] - sol.q[held][:1]))) == 0.0
@@ -918,50 +958,6 @@ def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
     turn = np.eye(3) + np.sin(theta) * k + (1 - np.cos(theta)) * k @ k
     rot, _ = system.forward_kinematics(sol.q[held][0])
     np.testing.assert_allclose(rot[2], turn, atol=1e-10)
-
-
-def test_ball_beside_a_rotor_in_one_exact_law():
-    # Elements of different sizes in one JointFriction: the ball (three rows,
-    # SphericalLoad) spun and reversed as in the closed-form test above, and
-    # beside it a rotor on its own revolute joint (one row, RevoluteLoad; its
-    # centre of mass on the axis, so its pin carries only its weight, axially)
-    # spun at 10 rad/s: it stops at I w0/(mu_d (r_n m g + T_pre/mu_s)). The
-    # rotor's row first: the ball's element starts at row 1.
-    zero = np.zeros((3, 3))
-    system = jf.systems.RigidBodyTree(
-        [-1, 0, 1, -1], ["revolute"] * 4, [*np.eye(3), (0, 0, 1)], np.zeros((4, 3)),
-        mass=[0.0, 0.0, BALL_M, M], com=np.zeros((4, 3)),
-        inertia=[zero, zero, BALL_I * np.eye(3), INERTIA * np.eye(3)],
-        gravity=(0.0, 0.0, -G), joint_names=["bx", "by", "bz", "rotor"],
-        friction_joints=["rotor", ("bx", "by", "bz")],
-    )  # fmt: skip
-    ball = jf.SphericalLoad(ball_radius=BALL_RB, torque_preload=BALL_PRE)
-    law = jf.JointFriction(0.5, 0.4, loads=(_load(), ball))
-    assert law.rows_per_element == (1, 3)
-
-    class Torques(jf.forces.AbstractStatelessForce):
-        def __call__(self, t, q, qd):
-            return jnp.append(_BallTorque(jnp.asarray(0.2))(t, q[:3], qd[:3]), 0.0)
-
-    t1, w0 = 1.2, 10.0
-    ts = jnp.linspace(0.0, t1, 25)
-    qd0 = jnp.append(8.0 * jnp.asarray(BALL_AXIS), w0)
-    sol = jf.simulate(system, law, jnp.zeros(4), qd0, t1, ts=ts, force=Torques())
-    assert sol.result == jf.RESULTS.successful
-    rotor_stop = INERTIA * w0 / (0.4 * (RN * M * G + T_PRE / 0.5))
-    stop, breakaway, spin = _ball_closed_form(0.5, 0.4, 8.0, 0.2, t1)
-    events = np.sort(np.asarray(sol.event_times)[:3])
-    np.testing.assert_allclose(
-        events, [rotor_stop, stop, breakaway], rtol=0, atol=_EVENT_TOL
-    )
-    np.testing.assert_allclose(
-        (_gimbal_axes(sol.q[-1]) @ sol.qd[-1, :3]) @ BALL_AXIS, spin,
-        rtol=_TRAJECTORY_TOL,
-    )  # fmt: skip
-    rotor_held = np.asarray(ts) > rotor_stop
-    assert np.all(np.asarray(sol.qd)[rotor_held, 3] == 0.0)
-    held = (ts > stop + 1e-6) & (ts < breakaway - 1e-6)
-    assert int(held.sum()) >= 5 and float(jnp.max(jnp.abs(sol.qd[held]))) == 0.0
 
 
 def test_ball_joint_checks():
@@ -1018,38 +1014,20 @@ def test_ball_joint_checks():
         jf.simulate(_ball(), jf.Coulomb(fc=0.1), jnp.zeros(3), jnp.ones(3), 0.1)
 
 
-class _ConstantBallTorque(jf.forces.AbstractStatelessForce):
-    """A constant torque (N·m, socket frame) on the ball, as joint torques."""
-
-    torque: jax.Array
-
-    def __call__(self, t, q, qd):
-        return _gimbal_axes(q).T @ self.torque
-
-
 def test_ball_joint_turning_as_it_slows_stops_and_holds():
     # Inertias (0.05, 0.06, 0.012) kg·m² about the ball and a constant torque
     # of 0.08 N·m across the spin, below the slip level μ_d r_b N = 0.118 N·m:
     # the slip turns a right angle while it slows (an event), then stops and
-    # holds. Before the slip force was continuous across that right angle the
-    # run ended in max_steps_reached with no event (11695 rejected steps).
-    system = jf.systems.RigidBodyTree(
-        [-1, 0, 1], ["revolute"] * 3, np.eye(3), np.zeros((3, 3)),
-        mass=[0.0, 0.0, BALL_M], com=np.zeros((3, 3)),
-        inertia=[np.zeros((3, 3))] * 2 + [np.diag([0.05, 0.06, 0.012])],
-        gravity=(0.0, 0.0, -G), friction_joints=[(0, 1, 2)],
-    )  # fmt: skip
-    load = jf.SphericalLoad(ball_radius=BALL_RB, torque_preload=BALL_PRE)
-    law = jf.JointFriction(0.5, 0.4, loads=(load,))
+    # holds; the rotor beside it is at rest and unloaded. Before the slip
+    # force was continuous across that right angle the run ended in
+    # max_steps_reached with no event (11695 rejected steps).
+    system = _ball_and_rotor(np.diag([0.05, 0.06, 0.012]))
     torque = 0.08 * jnp.array([1.0, -1.0, 0.5]) / 1.5
-    ts = jnp.linspace(0.0, 1.0, 21)
-    sol = jf.simulate(
-        system, law, jnp.zeros(3), 2.0 * jnp.asarray(BALL_AXIS), 1.0, ts=ts,
-        force=_ConstantBallTorque(torque), throw=False,
-    )  # fmt: skip
+    params = jnp.array([0.5, 0.4, 2.0, 0.0])
+    _, sol = _ball_run(params, system, _BallTorque(torque, jnp.asarray(0.0)))
     assert sol.result == jf.RESULTS.successful
     events = np.asarray(sol.event_times)
     stop = events[np.isfinite(events)][-1]
     assert 0.5 < stop < 1.0 and int(sol.stats["num_events"]) >= 2
-    after = np.asarray(ts) > stop
-    assert int(after.sum()) >= 1 and np.all(np.asarray(sol.qd)[after] == 0.0)
+    after = np.asarray(_BALL_TS) > stop
+    assert int(after.sum()) >= 3 and np.all(np.asarray(sol.qd)[after] == 0.0)

@@ -977,8 +977,16 @@ def isotropic_modes(
         )
         return friction, parts.jac @ acc + parts.jdot_qd
 
-    def choose(law_at, modes, reference):
+    def levels(law_at):
+        """The limits per row, as weights (kept positive), and the rounding
+        tolerance of the slip acceleration: ``1e-9`` of what each limit
+        produces (the re-stick test and the final check share it)."""
         limit = law_at.breakaway(slip)
+        weights = jnp.maximum(limit, 1e-30)
+        return limit, weights, 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * weights
+
+    def choose(law_at, modes, reference):
+        _, weights, tol = levels(law_at)
         # The contact's slip is ``a s`` (`IsotropicCoulomb.arms`): the
         # direction problem is solved there.
         arms = law_at.row_arms(slip)
@@ -986,10 +994,6 @@ def isotropic_modes(
         # from rest along any unit direction (here each element's first row).
         first_rows = jnp.zeros_like(slip).at[starts].set(1.0)
         kinetic = law_at.force_norm(law_at.slip_force(jnp.zeros_like(slip), first_rows))
-        weights = jnp.maximum(limit, 1e-30)
-        # Rounding: 1e-9 of the slip acceleration each element's limit
-        # produces (the final check's tolerance).
-        tol = 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * weights
 
         def directions(modes, reference):
             stuck = modes == STICK
@@ -1085,13 +1089,10 @@ def isotropic_modes(
     friction, acc, law_at = coupled(modes, reference, split=True)
     rate = parts.jac @ acc + parts.jdot_qd
     stuck = modes == STICK
-    limit = law_at.breakaway(slip)
-    weights = jnp.maximum(limit, 1e-30)
+    limit, _, tol = levels(law_at)
     inside = law_at.force_norm(friction) <= limit * (1 + 1e-9) + 1e-300
     along = block_dot(rate, reference, d)
     speed = block_norm(rate, d)[0]
-    # Rounding: 1e-9 of the slip acceleration each element's limit produces.
-    tol = 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * weights
     across = jnp.sqrt(jnp.maximum(speed**2 - along**2, 0.0))
     aligned = (along >= -tol) & (across <= 1e-6 * speed + tol)
     finite = jnp.all(jnp.isfinite(friction)) & jnp.all(jnp.isfinite(rate))
