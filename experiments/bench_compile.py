@@ -14,6 +14,10 @@ plus one run) and a second call (the run alone), on the exact switch path:
   gradient over ``batch`` initial positions (oscillator only), with the
   process's peak resident memory (``ru_maxrss``) before and after.
 
+For each case also the size of its traced program (`program_profile`): its
+primitive equations and the ``profile_top`` jaxfric functions that trace the
+most of them, to show where compile time goes.
+
 Systems: the Quinn/Farhat oscillator (Coulomb 1, x0 = 2.75), the 4-DoF
 ``tests/data/branched.urdf`` robot and the UR5 (both from rest at 0.3 rad with
 0.5 rad/s per joint, Coulomb 0.5 N·m in every joint, gravity). The issue's
@@ -49,6 +53,60 @@ MODES = ("forward", "grad", "jacfwd", "batch forward", "batch grad")
 
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def program_profile(fn, args, top: int) -> dict:
+    """The size of ``fn``'s traced program and where it comes from: the
+    primitive equations of its jaxpr, every call, loop body and branch counted
+    where it is used (XLA's CPU compiler inlines calls), and the `top` jaxfric
+    functions by the equations traced inside them (inclusive: an elimination
+    called from a stick solve counts for both), from each equation's
+    traceback; and likewise by the innermost jaxfric function alone. Compile
+    time grows with it (issue 19, item 1). Equinox's primitives (lineax's
+    linear solve in optimistix's implicit derivatives) are lowered from their
+    implementation, not from the jaxpr: each counts as one equation."""
+    import jax
+    from jax.extend import core as jcore
+
+    import jaxfric
+
+    package = str(Path(jaxfric.__file__).parent) + "/"
+    counts, innermost, total = {}, {}, 0
+
+    def walk(jaxpr):
+        nonlocal total
+        for eqn in jaxpr.eqns:
+            subs = [
+                j
+                for value in eqn.params.values()
+                for j in (value if isinstance(value, (tuple, list)) else (value,))
+                if isinstance(j, (jcore.ClosedJaxpr, jcore.Jaxpr))
+            ]
+            for sub in subs:
+                walk(sub.jaxpr if isinstance(sub, jcore.ClosedJaxpr) else sub)
+            if subs:
+                continue
+            total += 1
+            trace = eqn.source_info.traceback
+            frames = [] if trace is None else trace.frames
+            names = [
+                f"{f.file_name[len(package) :]}:{f.function_name}"
+                for f in frames
+                if f.file_name.startswith(package)
+            ]
+            for name in set(names):
+                counts[name] = counts.get(name, 0) + 1
+            if names:
+                innermost[names[0]] = innermost.get(names[0], 0) + 1
+
+    walk(jax.make_jaxpr(fn)(*args).jaxpr)
+
+    def ranked(counts):
+        return dict(sorted(counts.items(), key=lambda item: -item[1])[:top])
+
+    return dict(
+        equations=total, by_function=ranked(counts), by_innermost=ranked(innermost)
+    )
 
 
 def run_case(settings_path: str, system_name: str, mode: str) -> dict:
@@ -120,7 +178,10 @@ def run_case(settings_path: str, system_name: str, mode: str) -> dict:
     t0 = time.perf_counter()
     jax.block_until_ready(fn(*args))
     second_s = time.perf_counter() - t0
+    peak_after_mb = _peak_mb()
+    profile = program_profile(fn, args, settings["profile_top"])
     return dict(
+        **profile,
         system=system_name,
         mode=mode,
         import_s=import_s,
@@ -128,7 +189,7 @@ def run_case(settings_path: str, system_name: str, mode: str) -> dict:
         second_s=second_s,
         compile_s=first_s - second_s,
         peak_before_mb=before_mb,
-        peak_after_mb=_peak_mb(),
+        peak_after_mb=peak_after_mb,
     )
 
 
@@ -176,10 +237,16 @@ def main():
             ("import_s", "import s", ".1f"),
             ("first_s", "first call s", ".1f"),
             ("second_s", "second call s", ".4f"),
+            ("equations", "program equations", "d"),
             ("peak_before_mb", "peak RSS before MB", ".0f"),
             ("peak_after_mb", "peak RSS after MB", ".0f"),
         ],
     )
+    for r in rows:
+        for key, what in (("by_function", "inside"), ("by_innermost", "innermost")):
+            print(f"{r['case']}: {r['equations']} equations; {what}")
+            for name, count in r[key].items():
+                print(f"  {count:8d} ({count / r['equations']:4.0%}) {name}")
     targets = settings["targets"]
     claims = [
         claim(

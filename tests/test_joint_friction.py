@@ -890,6 +890,13 @@ _BALL_T1 = 1.2
 _BALL_TS = jnp.linspace(0.0, _BALL_T1, 25)
 
 
+def _ball_law(mu_s, mu_d):
+    """`JointFriction` on `_ball_and_rotor`: the rotor's `RevoluteLoad` (one
+    row), then the ball's `SphericalLoad` (three)."""
+    ball = jf.SphericalLoad(ball_radius=BALL_RB, torque_preload=BALL_PRE)
+    return jf.JointFriction(mu_s, mu_d, loads=(_load(), ball))
+
+
 @jax.jit
 def _ball_run(params, system, torque):
     """``(∂ends/∂params, solution)`` for ``params = (μ_s, μ_d, ball spin ω0
@@ -898,8 +905,7 @@ def _ball_run(params, system, torque):
     simulation below (systems and torques are arguments)."""
 
     def ends(p):
-        ball = jf.SphericalLoad(ball_radius=BALL_RB, torque_preload=BALL_PRE)
-        law = jf.JointFriction(p[0], p[1], loads=(_load(), ball))
+        law = _ball_law(p[0], p[1])
         qd0 = jnp.append(p[2] * jnp.asarray(BALL_AXIS), p[3])
         sol = jf.simulate(
             system, law, jnp.zeros(4), qd0, _BALL_T1, ts=_BALL_TS, force=torque,
@@ -918,10 +924,7 @@ def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
     # the rotor spun at 10 rad/s stops at I w0/(μ_d (r_n m g + T_pre/μ_s)).
     # The switch path's events and derivatives against the closed forms.
     system = _ball_and_rotor(BALL_I * np.eye(3))
-    law = jf.JointFriction(
-        0.5, 0.4, loads=(_load(), jf.SphericalLoad(ball_radius=BALL_RB))
-    )
-    assert law.rows_per_element == (1, 3)
+    assert _ball_law(0.5, 0.4).rows_per_element == (1, 3)
     params = jnp.array([0.5, 0.4, 8.0, 10.0])
     jac, sol = _ball_run(params, system, _BallTorque(jnp.zeros(3), jnp.asarray(0.2)))
     assert sol.result == jf.RESULTS.successful
@@ -931,6 +934,8 @@ def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
         stop, breakaway, spin = _ball_closed_form(*p[:3], 0.2, _BALL_T1)
         return jnp.stack([rotor, stop, breakaway, spin])
 
+    # In order (`event_times` is sorted): the rotor stops at 0.344 s, the
+    # ball at 0.480 s, and breaks away at 0.741 s.
     expected = closed_form(params)
     value = jnp.append(
         sol.event_times[:3], (_gimbal_axes(sol.q[-1, :3]) @ sol.qd[-1, :3]) @ BALL_AXIS
@@ -940,7 +945,6 @@ def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
     np.testing.assert_allclose(
         jac, jax.jacfwd(closed_form)(params), rtol=1e-7, atol=1e-9
     )
-    assert np.all(np.abs(np.asarray(jac)[[0, 1, 2], [3, 2, 0]]) > 1e-3)
     rotor_stop, stop, breakaway = (float(x) for x in expected[:3])
     rotor_held = np.asarray(_BALL_TS) > rotor_stop
     assert np.all(np.asarray(sol.qd)[rotor_held, 3] == 0.0)
@@ -1018,9 +1022,9 @@ def test_ball_joint_turning_as_it_slows_stops_and_holds():
     # Inertias (0.05, 0.06, 0.012) kg·m² about the ball and a constant torque
     # of 0.08 N·m across the spin, below the slip level μ_d r_b N = 0.118 N·m:
     # the slip turns a right angle while it slows (an event), then stops and
-    # holds; the rotor beside it is at rest and unloaded. Before the slip
-    # force was continuous across that right angle the run ended in
-    # max_steps_reached with no event (11695 rejected steps).
+    # holds; the rotor beside it starts at rest with no torque and stays
+    # stuck. Before the slip force was continuous across that right angle the
+    # run ended in max_steps_reached with no event (11695 rejected steps).
     system = _ball_and_rotor(np.diag([0.05, 0.06, 0.012]))
     torque = 0.08 * jnp.array([1.0, -1.0, 0.5]) / 1.5
     params = jnp.array([0.5, 0.4, 2.0, 0.0])
