@@ -7,6 +7,7 @@ larger ``m``, and closed forms for two elements on one coordinate.
 """
 
 import itertools
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 import jaxfric as jf
+from jaxfric.io import load_urdf
 from jaxfric.simulate._stick import (
     consistent_modes,
     friction_at_modes,
@@ -682,3 +684,36 @@ def test_element_redundant_only_at_rest_slips_from_the_breakaway():
             # x'' + κx = t − 0.8 from rest at t = 1.
             x = (ts[after] - 0.8 - 0.2 * np.cos(w * t) - np.sin(w * t) / w) / kappa
         np.testing.assert_allclose(q[i, after, 0], x, atol=1e-8)
+
+
+def test_independent_friction_rows_are_declared_only_where_they_are():
+    # Systems that declare `independent_friction_rows` skip the least-norm
+    # split of redundant stick forces (not compiled): their J must have full
+    # row rank at any state. Bodies on several contacts and closed chains
+    # may have redundant rows and keep the default.
+    branched, _ = load_urdf(Path(__file__).parent / "data" / "branched.urdf")
+    ball = jf.systems.RigidBodyTree(
+        [-1, 0, 1], ["revolute"] * 3, np.eye(3), np.zeros((3, 3)),
+        mass=[0.0, 0.0, 1.0], com=np.zeros((3, 3)),
+        inertia=[np.zeros((3, 3))] * 2 + [np.eye(3)], friction_joints=[(0, 1, 2)],
+    )  # fmt: skip
+    declared = [
+        jf.systems.Oscillator(mass=1.0, stiffness=1.0),
+        jf.systems.TwoMass(1.0, 2.0),
+        jf.systems.StackedBlocks(m1=1.0, m2=2.0),
+        jf.systems.TwoLinkArm(1.0, 0.8, 0.5, 0.4, 0.25, 0.2, 0.02, 0.01),
+        branched,
+        ball,
+    ]
+    rng = np.random.default_rng(0)
+    for system in declared:
+        assert system.independent_friction_rows
+        for _ in range(5):
+            q = jnp.asarray(rng.uniform(-1.0, 1.0, system.n_dof))
+            jac = np.asarray(system.friction_jacobian(q))
+            assert np.linalg.matrix_rank(jac) == system.n_friction
+    box = jf.systems.FreeBodies(
+        [1.0], [[0.1, 0.1, 0.1]], contact=jf.systems.PlaneContact(0.1, 1e5, 10.0)
+    )
+    assert not box.independent_friction_rows
+    assert not jf.systems.ClosedChain.independent_friction_rows

@@ -79,10 +79,13 @@ def karnopp_friction(
     limit_neg = law.static_limit(-ones)
     scale = jnp.maximum(jnp.maximum(limit_pos, limit_neg), 1e-30)
     index = jnp.arange(slip.shape[0])
+    least_norm = not system.independent_friction_rows
 
     def solve(stuck, held):
         given = jnp.where(stuck, 0.0, jnp.where(band, held, f_slip))
-        f_stick = masked_solve(delassus, slip_acc_free - delassus @ given, stuck)
+        f_stick = masked_solve(
+            delassus, slip_acc_free - delassus @ given, stuck, least_norm
+        )
         return jnp.where(stuck, f_stick, given)
 
     def release_one(_, carry):
@@ -102,7 +105,7 @@ def karnopp_friction(
     friction = solve(stuck, held)
     acc = acc_free - minv_jt @ friction
     # Momentum band: the impulse that zeroes the band's slip velocities.
-    qd_kin = qd - minv_jt @ masked_solve(delassus, slip, band)
+    qd_kin = qd - minv_jt @ masked_solve(delassus, slip, band, least_norm)
     return friction, acc, qd_kin
 
 

@@ -320,7 +320,8 @@ def solve_stick(
     f_slip = jnp.where(stuck, 0.0, slip_friction)
     acc_free = parts.acc_net - parts.minv_jt @ f_slip
     rhs = parts.jac @ acc_free + parts.jdot_qd
-    f_stick = masked_solve(parts.delassus, rhs, stuck, split, limits, norm)
+    least_norm = split and not system.independent_friction_rows
+    f_stick = masked_solve(parts.delassus, rhs, stuck, least_norm, limits, norm)
     friction = jnp.where(stuck, f_stick, f_slip)
     acc = acc_free - parts.minv_jt @ jnp.where(stuck, f_stick, 0.0)
     return friction, acc

@@ -394,7 +394,9 @@ def _event_condition(t, y, args: _Segment, **kwargs):
     return jnp.where(started, g / jnp.where(started, elapsed, 1.0), 1.0)
 
 
-def _project_velocity(parts: StickParts, qd: Vector, zero: Bool[Array, " m"]) -> Vector:
+def _project_velocity(
+    parts: StickParts, qd: Vector, zero: Bool[Array, " m"], independent: bool
+) -> Vector:
     """Make the slip velocities of the `zero` elements vanish.
 
     The smallest change in kinetic-energy metric: ``q̇ ← q̇ − M⁻¹J_Zᵀ λ`` with
@@ -402,14 +404,15 @@ def _project_velocity(parts: StickParts, qd: Vector, zero: Bool[Array, " m"]) ->
     the root-finder's tolerance). Coordinates with a one-entry ``J`` row are then
     set to exactly ``0.0``. `parts`: `_stick.stick_parts` at the event state
     (only ``M⁻¹Jᵀ``, ``J`` and the Delassus matrix are read, which do not
-    depend on the velocity).
+    depend on the velocity). `independent`: the system's
+    `independent_friction_rows` (no least-norm correction then).
     """
-    lam = masked_solve(parts.delassus, parts.jac @ qd, zero)
+    lam = masked_solve(parts.delassus, parts.jac @ qd, zero, not independent)
     qd = qd - parts.minv_jt @ jnp.where(zero, lam, 0.0)
-    return jnp.where(_joint_coordinates(parts.jac, zero), 0.0, qd)
+    return jnp.where(_joint_coordinates(parts.jac, zero, independent), 0.0, qd)
 
 
-def _joint_coordinates(jac, elements) -> Bool[Array, " dof"]:
+def _joint_coordinates(jac, elements, independent: bool) -> Bool[Array, " dof"]:
     """Coordinates that the zero slip velocities of `elements` pin to zero.
 
     A coordinate ``k`` is pinned when ``e_k`` lies in the row space of the
@@ -423,7 +426,9 @@ def _joint_coordinates(jac, elements) -> Bool[Array, " dof"]:
     single = jnp.sum(nonzero, axis=1) == 1
     by_row = jnp.any(nonzero & (elements & single)[:, None], axis=0)
     rows = jnp.where(elements[:, None], jac, 0.0)
-    coef = masked_solve(rows @ rows.T, rows, elements)  # (J_S J_Sᵀ)⁻¹ J_S
+    coef = masked_solve(
+        rows @ rows.T, rows, elements, not independent
+    )  # (J_S J_Sᵀ)⁻¹ J_S
     projector_diagonal = jnp.sum(rows * coef, axis=0)
     pinned = jnp.abs(projector_diagonal - 1.0) < 1e-9
     return by_row | (pinned & jnp.isfinite(projector_diagonal))
@@ -482,7 +487,8 @@ def _switch(
     net, friction, at_zero, breakaway, dynamics, parts, modes, reference, turned = event
     # The mode choice reads the velocities before the event's projection
     # (`isotropic_modes` its slip directions); the next segment starts from it.
-    projected = _project_velocity(parts, qd, at_zero | breakaway)
+    independent = system.independent_friction_rows
+    projected = _project_velocity(parts, qd, at_zero | breakaway, independent)
     if reference is not None:
         slip = parts.jac @ qd
         norm = block_norm(slip, law.rows_per_element)[0]
@@ -518,7 +524,7 @@ def _switch(
     passes = moved <= 1e-4 * (1.0 + jnp.max(jnp.abs(qd), initial=0.0))
     qd = projected
     stuck = modes == STICK
-    hold = _joint_coordinates(dynamics.jac, stuck)
+    hold = _joint_coordinates(dynamics.jac, stuck, independent)
     friction, acc, _ = friction_at_modes(
         system, law, q, qd, net, modes, dynamics=dynamics, parts=parts,
         reference=reference,

@@ -151,6 +151,15 @@ class AbstractSystem(eqx.Module):
     #: which traces the vector field once instead of once per stage.
     unrolled_stages: ClassVar[bool] = True
 
+    #: Whether the friction rows ``J(q)`` are linearly independent wherever
+    #: the mass matrix is regular, so that every Delassus block ``J_S M⁻¹
+    #: J_Sᵀ`` is definite and no stick solve needs the least-norm split of
+    #: redundant stick forces (`jaxfric.simulate`'s `psd_solve`): it is then
+    #: not compiled (on the UR5 it was a fifth of the forward program: first
+    #: call 18.8 → 12.2 s, `bench_compile.py`). Default False, right for any
+    #: system (closed chains, bodies on several contacts).
+    independent_friction_rows: ClassVar[bool] = False
+
     @property
     def vector_elements(self) -> tuple[tuple[int, int], ...]:
         """``(first row, rows)`` of the friction elements whose rows belong

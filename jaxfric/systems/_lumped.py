@@ -35,6 +35,7 @@ class Oscillator(AbstractSystem):
 
     n_dof: ClassVar[int] = 1
     n_friction: ClassVar[int] = 1
+    independent_friction_rows: ClassVar[bool] = True  # J = [1]
 
     def __check_init__(self):
         _check_scalars(self, ("mass", "stiffness", "damping"))
@@ -141,6 +142,7 @@ class TwoMass(_AbstractTwoBody):
     c12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
 
     n_friction: ClassVar[int] = 1
+    independent_friction_rows: ClassVar[bool] = True  # J = [1, −1]
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
         self.check_vectors(q=q)
@@ -184,6 +186,7 @@ class StackedBlocks(_AbstractTwoBody):
     c12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
 
     n_friction: ClassVar[int] = 2
+    independent_friction_rows: ClassVar[bool] = True  # J = [[1, −1], [0, 1]]
 
     def friction_jacobian(self, q: Vector) -> Jacobian:
         self.check_vectors(q=q)

@@ -54,6 +54,7 @@ class TwoLinkArm(AbstractSystem):
 
     n_dof: ClassVar[int] = 2
     n_friction: ClassVar[int] = 2
+    independent_friction_rows: ClassVar[bool] = True  # J = I
 
     def __check_init__(self):
         _check_scalars(self, _NAMES)

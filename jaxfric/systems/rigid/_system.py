@@ -1,6 +1,7 @@
 """`RigidBodyTree`: a fixed-base robot as a jaxfric system, with joint friction."""
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -277,6 +278,9 @@ class RigidBodyTree(AbstractSystem):
     #: The movable joint of every friction row (a ball element's three joints,
     #: in chain order).
     friction_joints: tuple[int, ...] = eqx.field(static=True)
+    # A joint's friction row is its unit vector (repeated joints are rejected),
+    # a ball's three rows its gimbal axes: independent wherever M is regular.
+    independent_friction_rows: ClassVar[bool] = True
     #: The first row of every ball-joint element (three rows each).
     ball_rows: tuple[int, ...] = eqx.field(static=True, default=())
 
