@@ -689,8 +689,9 @@ def test_element_redundant_only_at_rest_slips_from_the_breakaway():
 def test_independent_friction_rows_are_declared_only_where_they_are():
     # Systems that declare `independent_friction_rows` skip the least-norm
     # split of redundant stick forces (not compiled): their J must have full
-    # row rank at any state. Bodies on several contacts and closed chains
-    # may have redundant rows and keep the default.
+    # row rank at any state. Bodies on several contacts, closed chains and
+    # ball joints (their gimbal axes at gimbal lock, where armature keeps M
+    # regular) may have dependent rows and do not declare it.
     branched, _ = load_urdf(Path(__file__).parent / "data" / "branched.urdf")
     ball = jf.systems.RigidBodyTree(
         [-1, 0, 1], ["revolute"] * 3, np.eye(3), np.zeros((3, 3)),
@@ -703,7 +704,6 @@ def test_independent_friction_rows_are_declared_only_where_they_are():
         jf.systems.StackedBlocks(m1=1.0, m2=2.0),
         jf.systems.TwoLinkArm(1.0, 0.8, 0.5, 0.4, 0.25, 0.2, 0.02, 0.01),
         branched,
-        ball,
     ]
     rng = np.random.default_rng(0)
     for system in declared:
@@ -716,4 +716,7 @@ def test_independent_friction_rows_are_declared_only_where_they_are():
         [1.0], [[0.1, 0.1, 0.1]], contact=jf.systems.PlaneContact(0.1, 1e5, 10.0)
     )
     assert not box.independent_friction_rows
+    assert not ball.independent_friction_rows
+    lock = jnp.array([0.0, np.pi / 2, 0.0])
+    assert np.linalg.matrix_rank(np.asarray(ball.friction_jacobian(lock))) == 2
     assert not jf.systems.ClosedChain.independent_friction_rows

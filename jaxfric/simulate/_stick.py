@@ -97,8 +97,10 @@ def psd_solve(
         b: right-hand side(s), in the range of ``a``.
         least_norm: False: a basic solution (zero-pivot unknowns zero), no
             correction, for callers that need only ``a``'s image of ``x``
-            (the accelerations); the correction's conditional at every such
-            site made each switch-path compile 20–45 % longer.
+            (the accelerations) and for systems whose friction rows are
+            independent (`AbstractSystem.independent_friction_rows`: no zero
+            pivots); the correction's conditional at every such site made
+            each switch-path compile 20–45 % longer.
         limits: positive limits ``L`` of a vector ``x`` (the static friction
             limits): the least-norm split weighted by `split_weights`, then
             Lawson's iteration; default none (weights one).
@@ -295,7 +297,9 @@ def solve_stick(
     Fixed shapes: the stuck block is solved inside an ``m × m`` system whose free
     rows are replaced by identity rows. With redundant stuck elements (a
     singular block) the stick forces are not unique; the one of least weighted
-    norm is taken (`psd_solve`): the accelerations are the same for all.
+    norm is taken (`psd_solve`): the accelerations are the same for all. A
+    system with `independent_friction_rows` has none, and the split is not
+    compiled.
 
     Args:
         system: the mechanical system.

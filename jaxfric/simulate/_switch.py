@@ -421,6 +421,7 @@ def _joint_coordinates(jac, elements, independent: bool) -> Bool[Array, " dof"]:
     stuck to a stuck block (rows ``[1, −1]`` and ``[0, 1]``). Held coordinates
     keep their position to the last bit; a stuck relative element alone pins
     no coordinate, its slip velocity is held by the Delassus solve to rounding.
+    `independent`: the system's `independent_friction_rows`.
     """
     nonzero = jac != 0
     single = jnp.sum(nonzero, axis=1) == 1

@@ -155,9 +155,9 @@ class AbstractSystem(eqx.Module):
     #: the mass matrix is regular, so that every Delassus block ``J_S M⁻¹
     #: J_Sᵀ`` is definite and no stick solve needs the least-norm split of
     #: redundant stick forces (`jaxfric.simulate`'s `psd_solve`): it is then
-    #: not compiled (on the UR5 it was a fifth of the forward program: first
-    #: call 18.8 → 12.2 s, `bench_compile.py`). Default False, right for any
-    #: system (closed chains, bodies on several contacts).
+    #: not compiled (a fifth of a robot's program; README, Performance).
+    #: Default False, right for any system (closed chains, bodies on several
+    #: contacts, ball joints through gimbal lock).
     independent_friction_rows: ClassVar[bool] = False
 
     @property

@@ -1,7 +1,6 @@
 """`RigidBodyTree`: a fixed-base robot as a jaxfric system, with joint friction."""
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -278,9 +277,6 @@ class RigidBodyTree(AbstractSystem):
     #: The movable joint of every friction row (a ball element's three joints,
     #: in chain order).
     friction_joints: tuple[int, ...] = eqx.field(static=True)
-    # A joint's friction row is its unit vector (repeated joints are rejected),
-    # a ball's three rows its gimbal axes: independent wherever M is regular.
-    independent_friction_rows: ClassVar[bool] = True
     #: The first row of every ball-joint element (three rows each).
     ball_rows: tuple[int, ...] = eqx.field(static=True, default=())
 
@@ -341,6 +337,14 @@ class RigidBodyTree(AbstractSystem):
     @property
     def n_friction(self) -> int:
         return len(self.friction_joints)
+
+    @property
+    def independent_friction_rows(self) -> bool:  # pyright: ignore[reportIncompatibleVariableOverride]
+        """True without ball elements: a joint's friction row is its unit
+        vector (repeated joints are rejected). A ball's rows, its gimbal axes,
+        lose rank at gimbal lock, where ``M`` may still be regular (armature,
+        gimbal inertia)."""
+        return not self.ball_rows
 
     @property
     def joint_names(self) -> tuple[str, ...]:
