@@ -936,16 +936,16 @@ def isotropic_modes(
     with the others' forces held, swept `_DIRECTION_SWEEPS` times); an element
     released here that then accelerates against its direction (elements
     released after it took its load) sticks again; repeated until no stuck
-    force is outside its disk. A `load_dependent` law (a
-    cylindrical joint's `jaxfric.friction.JointFriction`) takes its levels at
-    the reactions of the last choice's friction (`friction_at_modes`, which
-    solves the load coupling), and the choice is made again at them, `_COUPLED_CHOICES`
-    times: the levels change by about ``μ·r/ℓ`` per round (where they have
-    not settled the check fails and the run ends with
-    ``RESULTS.stick_solve_failed``). The result is
-    checked, never assumed: every stuck force inside its disk (relative
-    ``1e-9``), every element slipping from rest accelerating along its
-    direction, at the levels of the final friction.
+    force is outside its disk. A `load_dependent` law
+    (`jaxfric.friction.JointFriction` on a cylindrical or ball joint) takes
+    its levels at the reactions of the last choice's friction
+    (`friction_at_modes`, which solves the load coupling), and the choice is
+    made again at them, `_COUPLED_CHOICES` times: the levels change by about
+    ``μ·r/ℓ`` per round (where they have not settled the check fails and the
+    run ends with ``RESULTS.stick_solve_failed``). The result is checked,
+    never assumed: every stuck force inside its disk (relative ``1e-9``),
+    every element slipping from rest accelerating along its direction, at the
+    levels of the final friction.
 
     Args:
         modes: per row, ``0`` stuck or ``1`` slipping (all rows of an element

@@ -427,9 +427,8 @@ def _joint_coordinates(jac, elements, independent: bool) -> Bool[Array, " dof"]:
     single = jnp.sum(nonzero, axis=1) == 1
     by_row = jnp.any(nonzero & (elements & single)[:, None], axis=0)
     rows = jnp.where(elements[:, None], jac, 0.0)
-    coef = masked_solve(
-        rows @ rows.T, rows, elements, not independent
-    )  # (J_S J_Sᵀ)⁻¹ J_S
+    # (J_S J_Sᵀ)⁻¹ J_S
+    coef = masked_solve(rows @ rows.T, rows, elements, not independent)
     projector_diagonal = jnp.sum(rows * coef, axis=0)
     pinned = jnp.abs(projector_diagonal - 1.0) < 1e-9
     return by_row | (pinned & jnp.isfinite(projector_diagonal))
