@@ -198,6 +198,31 @@ def print_claims(claims: Sequence[Mapping[str, Any]]) -> bool:
 # --- Independent reference: an event-driven stick–slip loop with scipy -------
 
 
+def exact_free(x0, ts, fc):
+    """Positions and velocities of free Coulomb oscillators (unit mass and
+    stiffness, level `fc`, released at rest from each of `x0`) at times `ts`,
+    exact: half-periods of π about ±fc until |x| <= fc (Den Hartog 1931)."""
+    x = np.empty((len(x0), len(ts)))
+    v = np.empty_like(x)
+    for i, start in enumerate(np.asarray(x0, dtype=float)):
+        xk, tk = start, 0.0
+        xi, vi = np.full(len(ts), np.nan), np.full(len(ts), np.nan)
+        while True:
+            after = ts >= tk
+            if abs(xk) <= fc:  # stuck for good
+                xi[after], vi[after] = xk, 0.0
+                break
+            c = np.sign(xk) * fc
+            phase = ts[after] - tk
+            xi[after] = c + (xk - c) * np.cos(phase)
+            vi[after] = -(xk - c) * np.sin(phase)
+            xk, tk = 2.0 * c - xk, tk + np.pi
+            if tk > ts[-1]:
+                break
+        x[i], v[i] = xi, vi
+    return x, v
+
+
 def scipy_stick_slip(
     ts,
     *,

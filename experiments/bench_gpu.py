@@ -35,6 +35,7 @@ from _common import (
     CONFIGS,
     claim,
     enable_float64,
+    exact_free,
     load_average,
     load_settings,
     print_claims,
@@ -51,7 +52,6 @@ import _three_rps  # noqa: E402
 import farhat_3rps  # noqa: E402
 import identify_3rps  # noqa: E402
 from _four_bar import Ramp, breakaway_time, make_four_bar  # noqa: E402
-from bench_stick_slip import exact_free  # noqa: E402
 
 import jaxfric as jf  # noqa: E402
 

@@ -44,6 +44,7 @@ from _common import (
     best_time,
     claim,
     enable_float64,
+    exact_free,
     load_average,
     load_settings,
     print_claims,
@@ -61,29 +62,6 @@ NAME = "bench_stick_slip"
 
 
 # --- exact and reference solutions -------------------------------------------
-
-
-def exact_free(x0, ts, fc):
-    """Exact free Coulomb oscillator (unit mass and stiffness) at times `ts`."""
-    x = np.empty((len(x0), len(ts)))
-    v = np.empty_like(x)
-    for i, start in enumerate(np.asarray(x0, dtype=float)):
-        xk, tk = start, 0.0
-        xi, vi = np.full(len(ts), np.nan), np.full(len(ts), np.nan)
-        while True:
-            after = ts >= tk
-            if abs(xk) <= fc:  # stuck for good
-                xi[after], vi[after] = xk, 0.0
-                break
-            c = np.sign(xk) * fc
-            phase = ts[after] - tk
-            xi[after] = c + (xk - c) * np.cos(phase)
-            vi[after] = -(xk - c) * np.sin(phase)
-            xk, tk = 2.0 * c - xk, tk + np.pi
-            if tk > ts[-1]:
-                break
-        x[i], v[i] = xi, vi
-    return x, v
 
 
 def scipy_batch(params, prob, ts, *, method, rtol, atol):

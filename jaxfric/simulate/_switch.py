@@ -550,8 +550,17 @@ class _Carry(eqx.Module):
     num_events: Int[Array, ""]
     next_stop: Int[Array, ""]  # index in `stops` of the next segment end
     dip_history: tuple  # `DipGuard` history at `t` (none after an event)
-    saved: tuple  # (q, qd, x, modes) at `ts`
     stats: dict
+
+
+class _Write(NamedTuple):
+    """What a segment writes into the save buffers (`_segment_write`)."""
+
+    start: Int[Array, ""]  # first row of the window
+    take: Bool[Array, " chunk"]  # rows of the window to overwrite
+    rows: tuple  # (q, qd, x, modes[, reference]) rows, each (chunk, ...)
+    at_end: Bool[Array, ""]  # whether the last row takes `ends`
+    ends: tuple  # the end state and marks
 
 
 def _save_stops(ts, t1) -> tuple[int, Float[Array, " k"]]:
@@ -595,16 +604,12 @@ def _marks(c: "_Carry") -> tuple:
     return (c.modes,) if c.reference is None else (c.modes, c.reference)
 
 
-def _save_segment(c: _Carry, ts, t1, chunk: int, first, t_start, t_e, y_e, at_seg_ts):
-    """`c.saved` with the times this segment spanned (with a stop at every save
-    time: its start); a time equal to an event time is taken from the next
-    segment (after the switch), as is the segment's stop; the last save time,
-    when it is at or after the segment's end at `t1`, takes the end state
-    `y_e` (equal save times are copied from the last of them afterwards).
-
-    Only a window of `chunk` rows (and the last row) of the save buffers is
-    read and written: rewriting whole buffers in every segment made 1001 saved
-    times cost 7× the final state alone on a `vmap` batch.
+def _segment_write(c: _Carry, ts, t1, chunk: int, first, t_start, t_e, y_e, at_seg_ts):
+    """What this segment saves (`_write`): the times it spanned (with a stop at
+    every save time: its start); a time equal to an event time is taken from
+    the next segment (after the switch), as is the segment's stop; the last
+    save time, when it is at or after the segment's end at `t1`, takes the end
+    state `y_e` (equal save times are copied from the last of them afterwards).
     """
     num_t = ts.shape[0]
     if chunk == 1:
@@ -622,16 +627,38 @@ def _save_segment(c: _Carry, ts, t1, chunk: int, first, t_start, t_e, y_e, at_se
     marks = _marks(c)
     rows = (*inside, *(jnp.broadcast_to(a, (chunk, a.shape[0])) for a in marks))
     at_end = (ts[-1] >= t_e) & (t_e >= t1) & ~c.done
-    ends = (*y_e, *marks)
+    return _Write(start, take, rows, at_end, (*y_e, *marks))
+
+
+def _no_write(saved, chunk: int) -> _Write:
+    """A `_Write` that changes nothing (a segment skipped by the whole batch)."""
+    return _Write(
+        start=jnp.array(0, jnp.int32),
+        take=jnp.zeros((chunk,), bool),
+        rows=tuple(jnp.zeros((chunk, *b.shape[1:]), b.dtype) for b in saved),
+        at_end=jnp.array(False),
+        ends=tuple(jnp.zeros(b.shape[1:], b.dtype) for b in saved),
+    )
+
+
+def _write(saved: tuple, w: _Write, chunk: int) -> tuple:
+    """The save buffers with a segment's `_Write`.
+
+    Only a window of `chunk` rows (and the last row) of the buffers is read
+    and written, and outside the segment's conditionals: rewriting whole
+    buffers in every segment made 1001 saved times cost 7× the final state
+    alone on a `vmap` batch, and buffers passed through the conditionals were
+    copied whole at every segment (README, Performance).
+    """
 
     def update(buffer, row, end):
-        old = jax.lax.dynamic_slice_in_dim(buffer, start, chunk)
+        old = jax.lax.dynamic_slice_in_dim(buffer, w.start, chunk)
         buffer = jax.lax.dynamic_update_slice_in_dim(
-            buffer, jnp.where(take[:, None], row, old), start, axis=0
+            buffer, jnp.where(w.take[:, None], row, old), w.start, axis=0
         )
-        return buffer.at[-1].set(jnp.where(at_end, end, buffer[-1]))
+        return buffer.at[-1].set(jnp.where(w.at_end, end, buffer[-1]))
 
-    return tuple(map(update, c.saved, rows, ends))
+    return tuple(map(update, saved, w.rows, w.ends))
 
 
 def _dead_points(parts, qd, acc, window, candidates, dims) -> Bool[Array, " m"]:
@@ -808,7 +835,9 @@ def _segment_result(solve_result, num_events, max_events) -> RESULTS:
     )
 
 
-def _solution(system, law, force, ts, final: _Carry, event_times, num_vf_evals):
+def _solution(
+    system, law, force, ts, final: _Carry, saved: tuple, event_times, num_vf_evals
+):
     """The `Solution` from the last carry of the segment scan."""
     result = RESULTS.where(
         (final.result == RESULTS.successful) & ~final.done,
@@ -829,7 +858,7 @@ def _solution(system, law, force, ts, final: _Carry, event_times, num_vf_evals):
     )
     # Equal save times take the state saved at the last of them.
     same = jnp.searchsorted(ts, ts, side="right") - 1
-    q_s, qd_s, x_s, modes_s, *reference_s = (a[same] for a in final.saved)
+    q_s, qd_s, x_s, modes_s, *reference_s = (a[same] for a in saved)
 
     def friction_at(t, q, qd, x, modes, *reference):
         net, _, dynamics = _net_force(system, force, t, q, qd, x)
@@ -995,7 +1024,6 @@ class SwitchPath(AbstractPath):
             num_events=zero,
             next_stop=jnp.searchsorted(stops, t0, side="right").astype(jnp.int32),
             dip_history=no_history(m, dtype),
-            saved=(tie(saved0[0]), tie(saved0[1]), tie(saved0[2]), *saved0[3:]),
             stats=dict.fromkeys((*_STEP_COUNTERS, "num_vf_evals"), zero),
         )
 
@@ -1051,7 +1079,7 @@ class SwitchPath(AbstractPath):
             t_e = sol.ts[0][-1]
             q_e, qd_e, x_e = (y[-1] for y in at_end)
             event_hit = sol.result == diffrax.RESULTS.event_occurred
-            saved = _save_segment(
+            write = _segment_write(
                 c, ts, t1, chunk, first, t_start, t_e, (q_e, qd_e, x_e), at_seg_ts
             )
             num_events = c.num_events + event_hit.astype(jnp.int32)
@@ -1077,24 +1105,15 @@ class SwitchPath(AbstractPath):
                     no_history(m, dtype),
                     carried_history(sol.solver_state),
                 ),
-                saved=saved,
                 stats=stats,
             )
-            # (The save buffers are written only where `~c.done` already.)
-            new = eqx.tree_at(
-                lambda k: k.saved,
-                jax.tree.map(
-                    lambda a, b: jnp.where(c.done, a, b),
-                    eqx.tree_at(lambda k: k.saved, c, None),
-                    eqx.tree_at(lambda k: k.saved, new, None),
-                ),
-                new.saved,
-                is_leaf=lambda x: x is None,
-            )
-            return new, jnp.where(event_hit & ~c.done, t_e, jnp.inf)
+            new = jax.tree.map(lambda a, b: jnp.where(c.done, a, b), c, new)
+            return new, write, jnp.where(event_hit & ~c.done, t_e, jnp.inf)
+
+        no_write = _no_write(saved0, chunk)
 
         def skip_segment(c: _Carry):
-            return c, jnp.asarray(jnp.inf, dtype)
+            return c, no_write, jnp.asarray(jnp.inf, dtype)
 
         # Reverse mode recomputes each segment from its start (`jax.checkpoint`)
         # instead of keeping every intermediate of every segment: the gradient
@@ -1103,21 +1122,28 @@ class SwitchPath(AbstractPath):
         # ~3 s longer (31.5 -> 34.5 s, branched.urdf) and runs 7 % longer.
         run_checkpointed = jax.checkpoint(run_segment)
 
-        def body(c: _Carry, _):
+        def body(carry, _):
+            c, saved = carry
             # Under vmap the predicate is unbatched: segments run while any member
             # of the batch is still going.
-            return jax.lax.cond(
+            c, write, event_time = jax.lax.cond(
                 eqxi.unvmap_all(c.done), skip_segment, run_checkpointed, c
             )
+            return (c, _write(saved, write, chunk)), event_time
 
         # Enough segments for `max_events` events (and the one that spends the
         # budget) and one per stop.
         num_segments = options.max_events + 1 + num_stops
-        final, event_times = jax.lax.scan(body, carry0, None, length=num_segments)
+        saved0 = (tie(saved0[0]), tie(saved0[1]), tie(saved0[2]), *saved0[3:])
+        (final, saved), event_times = jax.lax.scan(
+            body, (carry0, saved0), None, length=num_segments
+        )
         # Segments that ended at a save time report `inf`; event times increase.
         event_times = jnp.sort(event_times)[: options.max_events]
         num_vf_evals = final.stats["num_vf_evals"] if per_step >= 0 else -1
-        return _solution(system, law, force, ts, final, event_times, num_vf_evals)
+        return _solution(
+            system, law, force, ts, final, saved, event_times, num_vf_evals
+        )
 
 
 SWITCH_PATH = SwitchPath()
