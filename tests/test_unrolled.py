@@ -184,4 +184,7 @@ def test_gradient_through_recomputed_checkpoints_is_unchanged():
     # 4096 checkpoints: every state kept; 4: most recomputed.
     grads = {k: jax.grad(lambda a, k=k: final(k, a)[0])(_ARGS) for k in (4096, 4)}
     assert int(final(4096, _ARGS)[1]) > 100
-    np.testing.assert_array_equal(np.asarray(grads[4]), np.asarray(grads[4096]))
+    # (1.3e-7 apart when the rule returned diffrax's values.)
+    np.testing.assert_allclose(
+        np.asarray(grads[4]), np.asarray(grads[4096]), rtol=1e-13, atol=0
+    )

@@ -554,7 +554,9 @@ class _Carry(eqx.Module):
 
 
 class _Write(NamedTuple):
-    """What a segment writes into the save buffers (`_segment_write`)."""
+    """What a segment writes into the save buffers (`_segment_write`). It is
+    written outside the segment's conditionals, for every member: `take` and
+    `at_end` are false for a member that was already done."""
 
     start: Int[Array, ""]  # first row of the window
     take: Bool[Array, " chunk"]  # rows of the window to overwrite
@@ -993,12 +995,6 @@ class SwitchPath(AbstractPath):
         chunk, stops = _save_stops(ts, t1)
         num_stops = stops.shape[0]
 
-        saved0 = (
-            jnp.full((num_t, system.n_coord), jnp.nan, dtype),
-            jnp.full((num_t, n), jnp.nan, dtype),
-            jnp.full((num_t, x0.shape[0]), jnp.nan, dtype),
-            jnp.zeros((num_t, m), jnp.int32),
-        ) + (() if reference0 is None else (jnp.zeros((num_t, m), dtype),))
         zero = jnp.array(0, dtype=jnp.int32)
         # Make every float carry depend on the inputs (no change in value) so that
         # differentiating the segment scan needs one pass over its body, not a
@@ -1009,6 +1005,13 @@ class SwitchPath(AbstractPath):
             if anchor is None:
                 return value
             return jnp.where(False, anchor, value).astype(value.dtype)
+
+        saved0 = (
+            tie(jnp.full((num_t, system.n_coord), jnp.nan, dtype)),
+            tie(jnp.full((num_t, n), jnp.nan, dtype)),
+            tie(jnp.full((num_t, x0.shape[0]), jnp.nan, dtype)),
+            jnp.zeros((num_t, m), jnp.int32),
+        ) + (() if reference0 is None else (jnp.zeros((num_t, m), dtype),))
 
         carry0 = _Carry(
             t=tie(t0),
@@ -1134,7 +1137,6 @@ class SwitchPath(AbstractPath):
         # Enough segments for `max_events` events (and the one that spends the
         # budget) and one per stop.
         num_segments = options.max_events + 1 + num_stops
-        saved0 = (tie(saved0[0]), tie(saved0[1]), tie(saved0[2]), *saved0[3:])
         (final, saved), event_times = jax.lax.scan(
             body, (carry0, saved0), None, length=num_segments
         )
