@@ -899,9 +899,9 @@ def _ball_law(mu_s, mu_d):
 
 @jax.jit
 def _ball_run(params, system, torque):
-    """``(∂ends/∂params, solution)`` for ``params = (μ_s, μ_d, ball spin ω0
-    about n, rotor ω0)`` (rad/s), ``ends`` the first three event times and
-    the ball's spin about n at t1. One compiled program serves every ball
+    """``(∂ends/∂params, (ends, solution))`` for ``params = (μ_s, μ_d, ball
+    spin ω0 about n, rotor ω0)`` (rad/s), ``ends`` the first three event times
+    and the ball's spin about n at t1. One compiled program serves every ball
     simulation below (systems and torques are arguments)."""
 
     def ends(p):
@@ -912,7 +912,8 @@ def _ball_run(params, system, torque):
             adjoint=diffrax.ForwardMode(), throw=False,
         )  # fmt: skip
         spin = (_gimbal_axes(sol.q[-1, :3]) @ sol.qd[-1, :3]) @ BALL_AXIS
-        return jnp.append(sol.event_times[:3], spin), sol
+        value = jnp.append(sol.event_times[:3], spin)
+        return value, (value, sol)
 
     return jax.jacfwd(ends, has_aux=True)(params)
 
@@ -926,7 +927,8 @@ def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
     system = _ball_and_rotor(BALL_I * np.eye(3))
     assert _ball_law(0.5, 0.4).rows_per_element == (1, 3)
     params = jnp.array([0.5, 0.4, 8.0, 10.0])
-    jac, sol = _ball_run(params, system, _BallTorque(jnp.zeros(3), jnp.asarray(0.2)))
+    torque = _BallTorque(jnp.zeros(3), jnp.asarray(0.2))
+    jac, (value, sol) = _ball_run(params, system, torque)
     assert sol.result == jf.RESULTS.successful
 
     def closed_form(p):
@@ -937,9 +939,6 @@ def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
     # In order (`event_times` is sorted): the rotor stops at 0.344 s, the
     # ball at 0.480 s, and breaks away at 0.741 s.
     expected = closed_form(params)
-    value = jnp.append(
-        sol.event_times[:3], (_gimbal_axes(sol.q[-1, :3]) @ sol.qd[-1, :3]) @ BALL_AXIS
-    )
     np.testing.assert_allclose(value[:3], expected[:3], rtol=0, atol=_EVENT_TOL)
     np.testing.assert_allclose(value[3], expected[3], rtol=_TRAJECTORY_TOL)
     np.testing.assert_allclose(
@@ -1028,7 +1027,7 @@ def test_ball_joint_turning_as_it_slows_stops_and_holds():
     system = _ball_and_rotor(np.diag([0.05, 0.06, 0.012]))
     torque = 0.08 * jnp.array([1.0, -1.0, 0.5]) / 1.5
     params = jnp.array([0.5, 0.4, 2.0, 0.0])
-    _, sol = _ball_run(params, system, _BallTorque(torque, jnp.asarray(0.0)))
+    _, (_, sol) = _ball_run(params, system, _BallTorque(torque, jnp.asarray(0.0)))
     assert sol.result == jf.RESULTS.successful
     events = np.asarray(sol.event_times)
     stop = events[np.isfinite(events)][-1]

@@ -395,7 +395,7 @@ def _event_condition(t, y, args: _Segment, **kwargs):
 
 
 def _project_velocity(
-    parts: StickParts, qd: Vector, zero: Bool[Array, " m"], independent: bool
+    parts: StickParts, qd: Vector, zero: Bool[Array, " m"], least_norm: bool
 ) -> Vector:
     """Make the slip velocities of the `zero` elements vanish.
 
@@ -404,15 +404,15 @@ def _project_velocity(
     the root-finder's tolerance). Coordinates with a one-entry ``J`` row are then
     set to exactly ``0.0``. `parts`: `_stick.stick_parts` at the event state
     (only ``M⁻¹Jᵀ``, ``J`` and the Delassus matrix are read, which do not
-    depend on the velocity). `independent`: the system's
-    `independent_friction_rows` (no least-norm correction then).
+    depend on the velocity). `least_norm`: False for a system with
+    `independent_friction_rows` (no least-norm correction to compile).
     """
-    lam = masked_solve(parts.delassus, parts.jac @ qd, zero, not independent)
+    lam = masked_solve(parts.delassus, parts.jac @ qd, zero, least_norm)
     qd = qd - parts.minv_jt @ jnp.where(zero, lam, 0.0)
-    return jnp.where(_joint_coordinates(parts.jac, zero, independent), 0.0, qd)
+    return jnp.where(_joint_coordinates(parts.jac, zero, least_norm), 0.0, qd)
 
 
-def _joint_coordinates(jac, elements, independent: bool) -> Bool[Array, " dof"]:
+def _joint_coordinates(jac, elements, least_norm: bool) -> Bool[Array, " dof"]:
     """Coordinates that the zero slip velocities of `elements` pin to zero.
 
     A coordinate ``k`` is pinned when ``e_k`` lies in the row space of the
@@ -421,14 +421,14 @@ def _joint_coordinates(jac, elements, independent: bool) -> Bool[Array, " dof"]:
     stuck to a stuck block (rows ``[1, −1]`` and ``[0, 1]``). Held coordinates
     keep their position to the last bit; a stuck relative element alone pins
     no coordinate, its slip velocity is held by the Delassus solve to rounding.
-    `independent`: the system's `independent_friction_rows`.
+    `least_norm`: as in `_project_velocity`.
     """
     nonzero = jac != 0
     single = jnp.sum(nonzero, axis=1) == 1
     by_row = jnp.any(nonzero & (elements & single)[:, None], axis=0)
     rows = jnp.where(elements[:, None], jac, 0.0)
     # (J_S J_Sᵀ)⁻¹ J_S
-    coef = masked_solve(rows @ rows.T, rows, elements, not independent)
+    coef = masked_solve(rows @ rows.T, rows, elements, least_norm)
     projector_diagonal = jnp.sum(rows * coef, axis=0)
     pinned = jnp.abs(projector_diagonal - 1.0) < 1e-9
     return by_row | (pinned & jnp.isfinite(projector_diagonal))
@@ -487,8 +487,8 @@ def _switch(
     net, friction, at_zero, breakaway, dynamics, parts, modes, reference, turned = event
     # The mode choice reads the velocities before the event's projection
     # (`isotropic_modes` its slip directions); the next segment starts from it.
-    independent = system.independent_friction_rows
-    projected = _project_velocity(parts, qd, at_zero | breakaway, independent)
+    least_norm = not system.independent_friction_rows
+    projected = _project_velocity(parts, qd, at_zero | breakaway, least_norm)
     if reference is not None:
         slip = parts.jac @ qd
         norm = block_norm(slip, law.rows_per_element)[0]
@@ -524,7 +524,7 @@ def _switch(
     passes = moved <= 1e-4 * (1.0 + jnp.max(jnp.abs(qd), initial=0.0))
     qd = projected
     stuck = modes == STICK
-    hold = _joint_coordinates(dynamics.jac, stuck, independent)
+    hold = _joint_coordinates(dynamics.jac, stuck, least_norm)
     friction, acc, _ = friction_at_modes(
         system, law, q, qd, net, modes, dynamics=dynamics, parts=parts,
         reference=reference,
