@@ -59,6 +59,17 @@ def check_shape(name: str, value, shape: tuple[int, ...], why: str) -> None:
         )
 
 
+def as_vector(name: str, value, n: int, why: str) -> jax.Array:
+    """`value` as a float array of shape ``(n,)``: a scalar is broadcast, any
+    other shape raises `ValueError` naming `name` (`why`: where ``n`` comes
+    from, as in `check_shape`)."""
+    arr = jnp.asarray(value, dtype=float)
+    if arr.ndim == 0:
+        arr = jnp.broadcast_to(arr, (n,))
+    check_shape(name, arr, (n,), why)
+    return arr
+
+
 def check_range(
     name: str,
     value,

@@ -310,7 +310,7 @@ def _one_link(**overrides):
         ),
         (dict(mass=[0.0], inertia=[np.zeros((3, 3))]), "joint 'joint0': the bodies"),
         (dict(damping=-0.1), "`damping` must lie in"),
-        (dict(armature=[1.0, 2.0]), "`armature` must be a scalar or have one"),
+        (dict(armature=[1.0, 2.0]), r"`armature` must have shape \(1,\) for a tree of"),
         (dict(friction_joints=["elbow"]), "no movable joint named 'elbow'"),
         (dict(friction_joints=[3]), r"index 3 must lie in \[0, 0\]"),
         (dict(joint_types=["fixed"]), "no movable joint"),

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._check import AbstractCheck, check_finite, is_concrete
+from .._check import AbstractCheck, as_vector, check_finite, is_concrete
 from .._math import element_sizes, element_starts
 from ..forces import AbstractForce, FunctionForce
 from ..systems import AbstractSystem, ConfigurationStatus
@@ -44,14 +44,7 @@ def state_vector(name: str, value, n: int, throw: bool = True, size="n_dof"):
     `eqx.error_if` with `throw`, else `_solve` reports it as
     ``RESULTS.nonfinite_state`` (a program without host callbacks, which JAX's
     persistent compilation cache can keep)."""
-    arr = jnp.asarray(value, dtype=float)
-    if arr.ndim == 0:
-        arr = jnp.broadcast_to(arr, (n,))
-    if arr.shape != (n,):
-        raise ValueError(
-            f"`{name}` must have shape ({n},) for a system with {size}={n}; got "
-            f"shape {arr.shape}."
-        )
+    arr = as_vector(name, value, n, f"a system with {size}={n}")
     check_finite(name, arr)
     if not throw:
         return arr

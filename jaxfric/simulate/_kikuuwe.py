@@ -17,6 +17,7 @@ from ._path import (
     count_vf_evals,
     fixed_step_result,
     force_state0,
+    friction_state0,
     no_events,
     solve_stats,
 )
@@ -69,17 +70,7 @@ class KikuuwePath(AbstractFixedStepPath):
     )
 
     def run(self, system, law, force, q0, qd0, t0, t1, ts, options):
-        m = system.n_friction
-        if options.friction_state0 is None:
-            e0 = law.init_state(system.slip_velocity(q0, qd0))
-        else:
-            e0 = jnp.asarray(options.friction_state0, dtype=q0.dtype)
-        e0 = jnp.broadcast_to(e0, (m,)) if e0.ndim == 0 else e0
-        if e0.shape != (m,):
-            raise ValueError(
-                f"`friction_state0` must be a scalar or have shape ({m},); got "
-                f"shape {e0.shape}."
-            )
+        e0 = friction_state0(law, system, q0, qd0, options.friction_state0)
         term = StageStepTerm(_KikuuweField(system, law, force))
         y0 = (q0, qd0, e0, force_state0(force, q0, qd0))
         sol = solve_fixed_step(term, options.solver, t0, t1, y0, ts, options)

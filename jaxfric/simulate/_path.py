@@ -12,7 +12,12 @@ import jax.numpy as jnp
 from .._types import Array, Coordinates, Float, Int, State, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem
-from ._common import classify, last_finite, name_configuration_failure
+from ._common import (
+    classify,
+    last_finite,
+    name_configuration_failure,
+    state_vector,
+)
 from ._fixed_step import StageStepRK4, step_size
 from ._law import AbstractFrictionLaw
 from ._options import OPTION_NAMES, SimulateOptions
@@ -99,6 +104,22 @@ def force_state0(force: AbstractForce | None, q0: Coordinates, qd0: Vector) -> S
     if force is None:
         return jnp.zeros((0,), dtype=q0.dtype)
     return jnp.asarray(force.init_state(q0, qd0), dtype=q0.dtype).reshape(-1)
+
+
+def friction_state0(
+    law: AbstractFrictionLaw,
+    system: AbstractSystem,
+    q0: Coordinates,
+    qd0: Vector,
+    value,
+) -> State:
+    """Initial state of a friction law with state (`law.init_state` at the
+    initial slip, or the `friction_state0` option `value`: a scalar or one
+    entry per state, finite)."""
+    z0 = jnp.asarray(law.init_state(system.slip_velocity(q0, qd0)), dtype=q0.dtype)
+    if value is None:
+        return z0
+    return state_vector("friction_state0", value, z0.shape[0], size="n_z")
 
 
 def evals_per_step(solver) -> tuple[int, int] | None:

@@ -23,7 +23,6 @@ from ._common import (
     classify,
     name_configuration_failure,
     name_load_coupling_failure,
-    state_vector,
     step_controller,
 )
 from ._law import AbstractFrictionLaw
@@ -34,6 +33,7 @@ from ._path import (
     applied_force,
     count_vf_evals,
     force_state0,
+    friction_state0,
     no_events,
     solve_stats,
 )
@@ -327,11 +327,7 @@ class DynamicPath(AbstractPath):
         )
 
     def run(self, system, law, force, q0, qd0, t0, t1, ts, options):
-        slip0 = system.slip_velocity(q0, qd0)
-        z0 = jnp.asarray(law.init_state(slip0), dtype=q0.dtype)
-        if options.friction_state0 is not None:
-            size = z0.shape[0]
-            z0 = state_vector("friction_state0", options.friction_state0, size)
+        z0 = friction_state0(law, system, q0, qd0, options.friction_state0)
         if law.load_dependent:
             friction_fn = _LoadedDynamicFriction(law, system)
         else:

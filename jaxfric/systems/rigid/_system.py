@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..._check import InRange, check_range, is_concrete
+from ..._check import InRange, as_vector, check_range, is_concrete
 from ..._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
 from .._base import AbstractSystem, Dynamics, JointReactions
 from . import _dynamics, _kinematics
@@ -15,14 +15,7 @@ from ._model import TreeModel, build_model, diagonal_at_zero
 
 
 def _per_joint(name: str, value, n: int) -> Array:
-    arr = jnp.asarray(value, dtype=float)
-    if arr.ndim == 0:
-        arr = jnp.broadcast_to(arr, (n,))
-    if arr.shape != (n,):
-        raise ValueError(
-            f"`{name}` must be a scalar or have one entry per movable joint, shape "
-            f"({n},); got shape {arr.shape}."
-        )
+    arr = as_vector(name, value, n, f"a tree of n_dof={n} (a scalar is broadcast)")
     check_range(name, arr, lower=0.0)
     return arr
 
