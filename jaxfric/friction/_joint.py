@@ -189,31 +189,44 @@ class RevoluteLoad(AbstractJointLoad):
 _OVERLAP = {"constant": 0.0, "increase": 1.0, "decrease": -1.0}
 
 
-def _check_overlap_delta(overlap_delta: str) -> None:
-    if overlap_delta not in _OVERLAP:
-        raise ValueError(
-            f"`overlap_delta` must be one of {tuple(_OVERLAP)}; got {overlap_delta!r}."
+class _AbstractSlidingLoad(AbstractJointLoad):
+    """A joint whose parts slide along its axis over an overlap ``x_s``
+    (`TranslationalLoad`, `CylindricalLoad`; MotionSolve Comments 10, 11): the
+    bending moment presses a force couple ``√(M_x² + M_y²)/x_s`` on them."""
+
+    #: The name of the field that holds the joint's arm (m, ``> 0``).
+    arm_name: eqx.AbstractClassVar[str]
+    initial_overlap: eqx.AbstractVar[Float[Array, ""]]
+    overlap_delta: eqx.AbstractVar[str]
+    force_preload: eqx.AbstractVar[Float[Array, ""]]
+
+    def __check_init__(self):
+        if self.overlap_delta not in _OVERLAP:
+            raise ValueError(
+                f"`overlap_delta` must be one of {tuple(_OVERLAP)}; got "
+                f"{self.overlap_delta!r}."
+            )
+
+    def parameter_checks(self):
+        return (
+            InRange(
+                self.arm_name, getattr(self, self.arm_name), lower=0.0, lower_open=True
+            ),
+            InRange(
+                "initial_overlap", self.initial_overlap, lower=0.0, lower_open=True
+            ),
+            InRange("force_preload", self.force_preload, lower=0.0),
         )
 
-
-def _overlap_checks(load) -> tuple:
-    """The ranges of a sliding joint's overlap and force preload
-    (`TranslationalLoad`, `CylindricalLoad`)."""
-    return (
-        InRange("initial_overlap", load.initial_overlap, lower=0.0, lower_open=True),
-        InRange("force_preload", load.force_preload, lower=0.0),
-    )
+    def overlap(self, position: Float[Array, ""]) -> Float[Array, ""]:
+        """The overlap ``x_s`` of the sliding parts at the joint's `position`,
+        m; NaN where none is left (no couple can be carried: `simulate`
+        reports the non-finite friction)."""
+        overlap = self.initial_overlap + _OVERLAP[self.overlap_delta] * position
+        return jnp.where(overlap > 0, overlap, jnp.nan)
 
 
-def _overlap(load, position):
-    """The overlap ``x_s`` of the sliding parts at the joint's `position`, m;
-    NaN where none is left (no couple can be carried: `simulate` reports the
-    non-finite friction)."""
-    overlap = load.initial_overlap + _OVERLAP[load.overlap_delta] * position
-    return jnp.where(overlap > 0, overlap, jnp.nan)
-
-
-class TranslationalLoad(AbstractJointLoad):
+class TranslationalLoad(_AbstractSlidingLoad):
     """Friction load of a translational (prismatic) joint, MotionSolve
     Comment 10.
 
@@ -245,6 +258,7 @@ class TranslationalLoad(AbstractJointLoad):
     inputs: str = eqx.field(static=True, default="1111")
 
     kind: ClassVar[str] = "prismatic"
+    arm_name: ClassVar[str] = "reaction_arm"
     row_kinds: ClassVar[tuple[str, ...]] = ("prismatic",)
     contribution_names: ClassVar[tuple[str, ...]] = (
         "rubbing (transverse force)",
@@ -253,18 +267,10 @@ class TranslationalLoad(AbstractJointLoad):
         "preload",
     )
 
-    def __check_init__(self):
-        _check_overlap_delta(self.overlap_delta)
-
-    def parameter_checks(self):
-        return (
-            InRange("reaction_arm", self.reaction_arm, lower=0.0, lower_open=True),
-        ) + _overlap_checks(self)
-
     def normal_loads(self, wrench, position, mu_static):
         preload, reaction, bending, torsion = _input_bits(self.inputs)
         moment, force = wrench[:3], wrench[3:]
-        overlap = _overlap(self, position)
+        overlap = self.overlap(position)
         normal = jnp.stack(
             [
                 _safe_norm(force[0], force[1]) * reaction,
@@ -276,7 +282,7 @@ class TranslationalLoad(AbstractJointLoad):
         return normal, jnp.ones_like(normal)
 
 
-class CylindricalLoad(AbstractJointLoad):
+class CylindricalLoad(_AbstractSlidingLoad):
     """Friction load of a cylindrical joint, MotionSolve Comment 11: a slider
     that turns and slides on a shaft, its friction one force in the plane of
     the contact (3D LuGre, Comment 7, in `JointLuGre`; an exact friction disk
@@ -318,6 +324,7 @@ class CylindricalLoad(AbstractJointLoad):
     inputs: str = eqx.field(static=True, default="1111")
 
     kind: ClassVar[str] = "cylindrical"
+    arm_name: ClassVar[str] = "pin_radius"
     row_kinds: ClassVar[tuple[str, ...]] = ("revolute", "prismatic")
     contribution_names: ClassVar[tuple[str, ...]] = (
         "radial force",
@@ -325,21 +332,13 @@ class CylindricalLoad(AbstractJointLoad):
         "preload",
     )
 
-    def __check_init__(self):
-        _check_overlap_delta(self.overlap_delta)
-
-    def parameter_checks(self):
-        return (
-            InRange("pin_radius", self.pin_radius, lower=0.0, lower_open=True),
-        ) + _overlap_checks(self)
-
     def normal_loads(self, wrench, position, mu_static):
         """The three normal forces (N) and the arms of the two rows
         (``(r_p, 1)``: rotation, translation). `wrench` is the outer row's
         reaction, `position` the prismatic coordinate (m)."""
         preload, reaction, bending, _ = _input_bits(self.inputs)
         moment, force = wrench[:3], wrench[3:]
-        overlap = _overlap(self, position)
+        overlap = self.overlap(position)
         normal = jnp.stack(
             [
                 _safe_norm(force[0], force[1]) * reaction,
