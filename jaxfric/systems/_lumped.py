@@ -67,18 +67,23 @@ class Oscillator(AbstractSystem):
 class _AbstractTwoBody(AbstractSystem):
     """Two masses ``q = (x1, x2)`` with springs and dampers to the ground
     (``k1, c1``; ``k2, c2``) and between the masses (``k12, c12``); the final
-    classes declare the fields and place the friction elements (``J``)."""
+    classes place the friction elements: the constant rows of ``J``. All
+    fields are declared here (the equinox pattern: fields in one class)."""
 
-    m1: eqx.AbstractVar[Float[Array, ""]]
-    m2: eqx.AbstractVar[Float[Array, ""]]
-    k1: eqx.AbstractVar[Float[Array, ""]]
-    c1: eqx.AbstractVar[Float[Array, ""]]
-    k2: eqx.AbstractVar[Float[Array, ""]]
-    c2: eqx.AbstractVar[Float[Array, ""]]
-    k12: eqx.AbstractVar[Float[Array, ""]]
-    c12: eqx.AbstractVar[Float[Array, ""]]
+    m1: Float[Array, ""] = eqx.field(converter=as_float)
+    m2: Float[Array, ""] = eqx.field(converter=as_float)
+    k1: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    c1: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    k2: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    c2: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    k12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
+    c12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
 
     n_dof: ClassVar[int] = 2
+    # Both final classes' rows are independent.
+    independent_friction_rows: ClassVar[bool] = True
+    #: The constant friction Jacobian ``J``, one row per friction element.
+    jacobian_rows: eqx.AbstractClassVar[tuple[tuple[float, float], ...]]
 
     def __check_init__(self):
         names = ("m1", "m2", "k1", "c1", "k2", "c2", "k12", "c12")
@@ -106,6 +111,10 @@ class _AbstractTwoBody(AbstractSystem):
             ]
         )
 
+    def friction_jacobian(self, q: Vector) -> Jacobian:
+        self.check_vectors(q=q)
+        return jnp.array(self.jacobian_rows, dtype=q.dtype)
+
     def friction_jacobian_dot_qd(self, q: Vector, qd: Vector) -> SlipVector:
         self.check_vectors(q=q, qd=qd)
         return jnp.zeros((self.n_friction,), dtype=q.dtype)
@@ -132,21 +141,8 @@ class TwoMass(_AbstractTwoBody):
         k12, c12: spring and damper between the masses, ``>= 0`` (default 0).
     """
 
-    m1: Float[Array, ""] = eqx.field(converter=as_float)
-    m2: Float[Array, ""] = eqx.field(converter=as_float)
-    k1: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-    c1: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-    k2: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-    c2: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-    k12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-    c12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-
     n_friction: ClassVar[int] = 1
-    independent_friction_rows: ClassVar[bool] = True  # J = [1, −1]
-
-    def friction_jacobian(self, q: Vector) -> Jacobian:
-        self.check_vectors(q=q)
-        return jnp.array([[1.0, -1.0]], dtype=q.dtype)
+    jacobian_rows: ClassVar[tuple[tuple[float, float], ...]] = ((1.0, -1.0),)
 
 
 class StackedBlocks(_AbstractTwoBody):
@@ -176,18 +172,5 @@ class StackedBlocks(_AbstractTwoBody):
         k12, c12: spring and damper between the blocks, ``>= 0`` (default 0).
     """
 
-    m1: Float[Array, ""] = eqx.field(converter=as_float)
-    m2: Float[Array, ""] = eqx.field(converter=as_float)
-    k1: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-    c1: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-    k2: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-    c2: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-    k12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-    c12: Float[Array, ""] = eqx.field(converter=as_float, default=0.0)
-
     n_friction: ClassVar[int] = 2
-    independent_friction_rows: ClassVar[bool] = True  # J = [[1, −1], [0, 1]]
-
-    def friction_jacobian(self, q: Vector) -> Jacobian:
-        self.check_vectors(q=q)
-        return jnp.array([[1.0, -1.0], [0.0, 1.0]], dtype=q.dtype)
+    jacobian_rows: ClassVar[tuple[tuple[float, float], ...]] = ((1.0, -1.0), (0.0, 1.0))
