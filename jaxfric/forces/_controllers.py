@@ -9,7 +9,7 @@ per coordinate. Farhat et al. (2010, Sec. 5.4) run their robot under PID along
 sinusoidal and Fourier trajectories.
 """
 
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -37,17 +37,27 @@ class SmoothTrajectory(Trajectory, Protocol):
     def acceleration(self, t): ...
 
 
-def _gain_checks(module, names) -> tuple[InRange, ...]:
-    """Gains are finite and ``>= 0``."""
-    return tuple(InRange(n, getattr(module, n), lower=0.0) for n in names)
+class _AbstractTracker(AbstractForce):
+    """A controller that tracks `reference` with the gains `gain_names`
+    (scalars or one per coordinate, finite and ``>= 0``)."""
+
+    reference: eqx.AbstractVar[Trajectory]
+    #: The names of the gain fields, e.g. ``("kp", "kd")``.
+    gain_names: eqx.AbstractClassVar[tuple[str, ...]]
+
+    def __check_init__(self):
+        check_broadcastable({n: getattr(self, n) for n in self.gain_names})
+
+    def parameter_checks(self):
+        return tuple(InRange(n, getattr(self, n), lower=0.0) for n in self.gain_names)
+
+    def tracking_error(self, t, q: Vector, qd: Vector):
+        """``(e, ė) = (q_r(t) − q, q̇_r(t) − q̇)``, rad and rad/s (or m and
+        m/s)."""
+        return self.reference.position(t) - q, self.reference.velocity(t) - qd
 
 
-def _tracking_error(reference: Trajectory, t, q: Vector, qd: Vector):
-    """``(e, ė) = (q_r(t) − q, q̇_r(t) − q̇)``, rad and rad/s (or m and m/s)."""
-    return reference.position(t) - q, reference.velocity(t) - qd
-
-
-class PD(AbstractStatelessForce):
+class PD(_AbstractTracker, AbstractStatelessForce):
     """Proportional–derivative joint tracking,
     ``τ = kp (q_r(t) − q) + kd (q̇_r(t) − q̇)``.
 
@@ -61,18 +71,14 @@ class PD(AbstractStatelessForce):
     kp: Float[Array, "..."] = eqx.field(converter=as_float)
     kd: Float[Array, "..."] = eqx.field(converter=as_float)
 
-    def __check_init__(self):
-        check_broadcastable({"kp": self.kp, "kd": self.kd})
-
-    def parameter_checks(self):
-        return _gain_checks(self, ("kp", "kd"))
+    gain_names: ClassVar[tuple[str, ...]] = ("kp", "kd")
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
-        error, error_rate = _tracking_error(self.reference, t, q, qd)
+        error, error_rate = self.tracking_error(t, q, qd)
         return self.kp * error + self.kd * error_rate
 
 
-class PID(AbstractForce):
+class PID(_AbstractTracker):
     """Proportional–integral–derivative joint tracking,
     ``τ = kp e + ki x + kd ė`` with ``e = q_r(t) − q`` and the integrator state
     ``ẋ = e``, ``x(t0) = 0`` (one entry per coordinate, part of the ODE state, so
@@ -90,11 +96,7 @@ class PID(AbstractForce):
     ki: Float[Array, "..."] = eqx.field(converter=as_float)
     kd: Float[Array, "..."] = eqx.field(converter=as_float)
 
-    def __check_init__(self):
-        check_broadcastable({"kp": self.kp, "ki": self.ki, "kd": self.kd})
-
-    def parameter_checks(self):
-        return _gain_checks(self, ("kp", "ki", "kd"))
+    gain_names: ClassVar[tuple[str, ...]] = ("kp", "ki", "kd")
 
     def init_state(self, q0: Vector, qd0: Vector) -> State:
         return jnp.zeros_like(q0)
@@ -103,11 +105,11 @@ class PID(AbstractForce):
         return jnp.broadcast_to(self.reference.position(t) - q, state.shape)
 
     def force(self, t, q: Vector, qd: Vector, state: State) -> Float[Array, "*dof"]:
-        error, error_rate = _tracking_error(self.reference, t, q, qd)
+        error, error_rate = self.tracking_error(t, q, qd)
         return self.kp * error + self.ki * state + self.kd * error_rate
 
 
-class ComputedTorque(AbstractStatelessForce):
+class ComputedTorque(_AbstractTracker, AbstractStatelessForce):
     """Computed-torque (inverse dynamics) control,
     ``τ = M(q) (q̈_r + kd ė + kp e) + h(q, q̇)``, ``e = q_r − q``.
 
@@ -128,14 +130,10 @@ class ComputedTorque(AbstractStatelessForce):
     kp: Float[Array, "..."] = eqx.field(converter=as_float)
     kd: Float[Array, "..."] = eqx.field(converter=as_float)
 
-    def __check_init__(self):
-        check_broadcastable({"kp": self.kp, "kd": self.kd})
-
-    def parameter_checks(self):
-        return _gain_checks(self, ("kp", "kd"))
+    gain_names: ClassVar[tuple[str, ...]] = ("kp", "kd")
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
-        error, error_rate = _tracking_error(self.reference, t, q, qd)
+        error, error_rate = self.tracking_error(t, q, qd)
         qdd = self.reference.acceleration(t) + self.kd * error_rate + self.kp * error
         qdd = jnp.broadcast_to(qdd, q.shape)
         return self.system.mass_matrix(q) @ qdd + self.system.bias_force(q, qd)
