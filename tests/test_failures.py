@@ -72,10 +72,16 @@ def test_traced_nan_start_is_a_result_without_throw(batch):
 def test_no_host_callbacks_without_throw():
     # A program with host callbacks is never written to JAX's persistent
     # compilation cache. With throw=False and at most 33 saved times (no
-    # diffrax SubSaveAt, whose own checks are callbacks) there are none.
-    def end(fc, x0):
-        sol = jf.simulate(OSC, jf.Coulomb(fc), x0, 0.0, 10.0, num_save=33, throw=False)
-        return sol.q
+    # diffrax SubSaveAt, whose own checks are callbacks) the switch path has
+    # none. The Kikuuwe and dynamic paths keep diffrax's own checks of `dt0`
+    # and `SaveAt(ts)`; a traced `friction_state0` adds none to them.
+    laws = {
+        "Coulomb": lambda fc: jf.Coulomb(fc),
+        "Kikuuwe": lambda fc: jf.Kikuuwe(k=1e3, b=60.0, f=fc),
+        "LuGre": lambda fc: jf.LuGre(
+            sigma0=1e4, sigma1=100.0, sigma2=0.0, fc=fc, fs=fc, vs=0.01
+        ),
+    }
 
     def callbacks(jaxpr):
         found = 0
@@ -84,7 +90,20 @@ def test_no_host_callbacks_without_throw():
             found += sum(map(callbacks, jax.extend.core.jaxprs_in_params(eqn.params)))
         return found
 
-    assert callbacks(jax.make_jaxpr(end)(1.0, X0).jaxpr) == 0
+    def count(name, with_state):
+        def end(fc, x0):
+            options = dict(friction_state0=0.0 * fc) if with_state else {}
+            law = laws[name](fc)
+            sol = jf.simulate(
+                OSC, law, x0, 0.0, 10.0, num_save=33, throw=False, **options
+            )
+            return sol.q
+
+        return callbacks(jax.make_jaxpr(end)(1.0, X0).jaxpr)
+
+    assert count("Coulomb", False) == 0
+    for name in ("Kikuuwe", "LuGre"):
+        assert count(name, True) == count(name, False), name
 
 
 def test_nan_force_is_named_not_max_steps():

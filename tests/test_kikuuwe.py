@@ -187,5 +187,8 @@ def test_bad_path_options():
     # Before: cut silently to one step of t1 - t0.
     with pytest.raises(ValueError, match=r"`dt0` must lie in \(0, t1 - t0\]"):
         jf.simulate(OSC, law, X0, 0.0, 1.0, dt0=2.0)
-    with pytest.raises(ValueError, match=r"`friction_state0` must have shape \(1,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"`friction_state0` must have shape \(1,\) for the state of",
+    ):
         jf.simulate(OSC, law, X0, 0.0, 1.0, friction_state0=np.zeros(3))

@@ -9,15 +9,11 @@ import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 
+from .._check import as_vector, check_finite
 from .._types import Array, Coordinates, Float, Int, State, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem
-from ._common import (
-    classify,
-    last_finite,
-    name_configuration_failure,
-    state_vector,
-)
+from ._common import classify, last_finite, name_configuration_failure
 from ._fixed_step import StageStepRK4, step_size
 from ._law import AbstractFrictionLaw
 from ._options import OPTION_NAMES, SimulateOptions
@@ -113,13 +109,18 @@ def friction_state0(
     qd0: Vector,
     value,
 ) -> State:
-    """Initial state of a friction law with state (`law.init_state` at the
-    initial slip, or the `friction_state0` option `value`: a scalar or one
-    entry per state, finite)."""
+    """Initial state of a friction law with state: `law.init_state` at the
+    initial slip, or the `friction_state0` option `value` (a scalar or one
+    entry per state). A concrete non-finite `value` raises `ValueError`; a
+    traced one ends the run as ``RESULTS.nonfinite_state`` (no host callback:
+    the program stays cacheable with ``throw=False``)."""
     z0 = jnp.asarray(law.init_state(system.slip_velocity(q0, qd0)), dtype=q0.dtype)
     if value is None:
         return z0
-    return state_vector("friction_state0", value, z0.shape[0], size="n_z")
+    why = f"the state of {type(law).__name__} (a scalar is broadcast)"
+    z0 = as_vector("friction_state0", value, z0.shape[0], why)
+    check_finite("friction_state0", z0)
+    return z0
 
 
 def evals_per_step(solver) -> tuple[int, int] | None:
