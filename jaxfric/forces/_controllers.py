@@ -51,7 +51,7 @@ class _AbstractTracker(AbstractForce):
     def parameter_checks(self):
         return tuple(InRange(n, getattr(self, n), lower=0.0) for n in self.gain_names)
 
-    def tracking_error(self, t, q: Vector, qd: Vector):
+    def _tracking_error(self, t, q, qd):
         """``(e, ė) = (q_r(t) − q, q̇_r(t) − q̇)``, rad and rad/s (or m and
         m/s)."""
         return self.reference.position(t) - q, self.reference.velocity(t) - qd
@@ -74,7 +74,7 @@ class PD(_AbstractTracker, AbstractStatelessForce):
     gain_names: ClassVar[tuple[str, ...]] = ("kp", "kd")
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
-        error, error_rate = self.tracking_error(t, q, qd)
+        error, error_rate = self._tracking_error(t, q, qd)
         return self.kp * error + self.kd * error_rate
 
 
@@ -105,7 +105,7 @@ class PID(_AbstractTracker):
         return jnp.broadcast_to(self.reference.position(t) - q, state.shape)
 
     def force(self, t, q: Vector, qd: Vector, state: State) -> Float[Array, "*dof"]:
-        error, error_rate = self.tracking_error(t, q, qd)
+        error, error_rate = self._tracking_error(t, q, qd)
         return self.kp * error + self.ki * state + self.kd * error_rate
 
 
@@ -133,7 +133,7 @@ class ComputedTorque(_AbstractTracker, AbstractStatelessForce):
     gain_names: ClassVar[tuple[str, ...]] = ("kp", "kd")
 
     def __call__(self, t, q: Vector, qd: Vector) -> Float[Array, "*dof"]:
-        error, error_rate = self.tracking_error(t, q, qd)
+        error, error_rate = self._tracking_error(t, q, qd)
         qdd = self.reference.acceleration(t) + self.kd * error_rate + self.kp * error
         qdd = jnp.broadcast_to(qdd, q.shape)
         return self.system.mass_matrix(q) @ qdd + self.system.bias_force(q, qd)

@@ -218,7 +218,7 @@ class _AbstractSlidingLoad(AbstractJointLoad):
             InRange("force_preload", self.force_preload, lower=0.0),
         )
 
-    def overlap(self, position: Float[Array, ""]) -> Float[Array, ""]:
+    def _overlap(self, position):
         """The overlap ``x_s`` of the sliding parts at the joint's `position`,
         m; NaN where none is left (no couple can be carried: `simulate`
         reports the non-finite friction)."""
@@ -270,7 +270,7 @@ class TranslationalLoad(_AbstractSlidingLoad):
     def normal_loads(self, wrench, position, mu_static):
         preload, reaction, bending, torsion = _input_bits(self.inputs)
         moment, force = wrench[:3], wrench[3:]
-        overlap = self.overlap(position)
+        overlap = self._overlap(position)
         normal = jnp.stack(
             [
                 _safe_norm(force[0], force[1]) * reaction,
@@ -338,7 +338,7 @@ class CylindricalLoad(_AbstractSlidingLoad):
         reaction, `position` the prismatic coordinate (m)."""
         preload, reaction, bending, _ = _input_bits(self.inputs)
         moment, force = wrench[:3], wrench[3:]
-        overlap = self.overlap(position)
+        overlap = self._overlap(position)
         normal = jnp.stack(
             [
                 _safe_norm(force[0], force[1]) * reaction,
