@@ -18,7 +18,7 @@ Checks:
   mechanical energy lost (relative ``energy_rtol``); at rest both rows exactly
   ``0.0`` and the position constant to the bit, held against the weight's
   torque (the same slider is checked against scipy in
-  ``tests/test_joint_friction.py``);
+  ``tests/test_joint_friction_3d.py``);
 - the LuGre form: the same energy balance (``[lugre] energy_rtol``, on
   ``[lugre] num_save`` saves: its bristles' launch transient, ``g/(σ0|v|) =
   75 µs``, needs them; on 2001 saves the balance was off by 1.0e-2); reported:
