@@ -36,15 +36,15 @@ def as_force(force, t0, q0, qd0) -> AbstractForce | None:
     )
 
 
-def state_vector(name: str, value, n: int, throw: bool = True, size="n_dof"):
-    """Convert an initial position/velocity to shape ``(n,)``, checking it
-    (`size`: the system's size that ``n`` is, for the message).
+def state_vector(name: str, value, n: int, why: str, throw: bool = True):
+    """Convert an initial state (position, velocity, a law's state) to shape
+    ``(n,)``, checking it (`why`: where ``n`` comes from, for the message).
 
     A concrete non-finite entry raises `ValueError`; a traced one raises through
-    `eqx.error_if` with `throw`, else `_solve` reports it as
+    `eqx.error_if` with `throw`, else the run reports it as
     ``RESULTS.nonfinite_state`` (a program without host callbacks, which JAX's
     persistent compilation cache can keep)."""
-    arr = as_vector(name, value, n, f"a system with {size}={n}")
+    arr = as_vector(name, value, n, why)
     check_finite(name, arr)
     if not throw:
         return arr

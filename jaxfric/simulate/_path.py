@@ -9,11 +9,15 @@ import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 
-from .._check import as_vector, check_finite
 from .._types import Array, Coordinates, Float, Int, State, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem
-from ._common import classify, last_finite, name_configuration_failure
+from ._common import (
+    classify,
+    last_finite,
+    name_configuration_failure,
+    state_vector,
+)
 from ._fixed_step import StageStepRK4, step_size
 from ._law import AbstractFrictionLaw
 from ._options import OPTION_NAMES, SimulateOptions
@@ -118,9 +122,7 @@ def friction_state0(
     if value is None:
         return z0
     why = f"the state of {type(law).__name__} (a scalar is broadcast)"
-    z0 = as_vector("friction_state0", value, z0.shape[0], why)
-    check_finite("friction_state0", z0)
-    return z0
+    return state_vector("friction_state0", value, z0.shape[0], why, throw=False)
 
 
 def evals_per_step(solver) -> tuple[int, int] | None:

@@ -141,9 +141,10 @@ def simulate(
             f"which {path.name} does not integrate yet; use a law of the Kikuuwe, "
             "smooth or dynamic paths (e.g. Kikuuwe, Regularized, LuGre)."
         )
-    size = "n_dof" if system.n_coord == system.n_dof else "n_coord"
-    q0 = state_vector("q0", q0, system.n_coord, throw, size)
-    qd0 = state_vector("qd0", qd0, system.n_dof, throw)
+    n_dof, n_coord = system.n_dof, system.n_coord
+    size = f"n_dof={n_dof}" if n_coord == n_dof else f"n_coord={n_coord}"
+    q0 = state_vector("q0", q0, n_coord, f"a system with {size}", throw)
+    qd0 = state_vector("qd0", qd0, n_dof, f"a system with n_dof={n_dof}", throw)
     ts = save_times(t0, t1, ts, num_save)
     if options.friction_state0 is not None:
         check_finite("friction_state0", options.friction_state0)

@@ -111,6 +111,10 @@ class _AbstractTwoBody(AbstractSystem):
             ]
         )
 
+    @property
+    def n_friction(self) -> int:  # pyright: ignore[reportIncompatibleVariableOverride]
+        return len(self.jacobian_rows)
+
     def friction_jacobian(self, q: Vector) -> Jacobian:
         self.check_vectors(q=q)
         return jnp.array(self.jacobian_rows, dtype=q.dtype)
@@ -141,7 +145,6 @@ class TwoMass(_AbstractTwoBody):
         k12, c12: spring and damper between the masses, ``>= 0`` (default 0).
     """
 
-    n_friction: ClassVar[int] = 1
     jacobian_rows: ClassVar[tuple[tuple[float, float], ...]] = ((1.0, -1.0),)
 
 
@@ -172,5 +175,4 @@ class StackedBlocks(_AbstractTwoBody):
         k12, c12: spring and damper between the blocks, ``>= 0`` (default 0).
     """
 
-    n_friction: ClassVar[int] = 2
     jacobian_rows: ClassVar[tuple[tuple[float, float], ...]] = ((1.0, -1.0), (0.0, 1.0))
