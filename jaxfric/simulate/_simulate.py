@@ -100,7 +100,8 @@ def simulate(
         max_events: event budget of the switch path; default 64.
         friction_state0: initial internal state of a dynamic law (default zero).
         adjoint: the `diffrax` adjoint of the solves: default
-            `diffrax.RecursiveCheckpointAdjoint()` for reverse mode (`jax.grad`);
+            `diffrax.RecursiveCheckpointAdjoint()` for reverse mode (`jax.grad`;
+            on the switch path with 32 checkpoints per segment);
             `diffrax.ForwardMode()` for forward mode (`jax.jacfwd`, `jax.jvp`).
         throw: raise on failure (default); with `False` inspect `Solution.result`.
         options: the numerical options (`solver` to `adjoint`) as one

@@ -91,6 +91,19 @@ DEFAULT_RTOL = 1e-10
 DEFAULT_ATOL = 1e-12
 #: Default largest step: ``(t1 − t0) / DTMAX_DIVISIONS``.
 DTMAX_DIVISIONS = 100
+#: Checkpoints of each segment's reverse-mode solve (the default adjoint,
+#: `diffrax.RecursiveCheckpointAdjoint`). diffrax's own choice, ~√(2·max_steps)
+#: = 181 for max_steps 16384, is sized for one long solve; the switch path runs
+#: many short ones (between events and save stops) and each allocates and fills
+#: all its checkpoints under `jax.grad`. With 32, a segment of up to 561 steps is
+#: still recomputed at most twice (Griewank–Walther binomial checkpointing) and
+#: the gradients are the same to the last bit (the written-out stages' JVP
+#: recomputes exactly). Measured (`experiments/bench_saving.py`, 1000 free
+#: oscillators, `vmap` of `grad`): 2 / 101 / 1001 saved times 393 → 325,
+#: 1264 → 485, 1908 → 851 ms; `branched.urdf` `grad` 181 → 194 ms; a segment of
+#: 1500 steps 1.4–1.6× slower (pass `diffrax.RecursiveCheckpointAdjoint()` for
+#: diffrax's choice).
+SEGMENT_CHECKPOINTS = 32
 # Event times are located to this width (relative and absolute, s), or to 32
 # machine epsilons in single precision.
 _EVENT_TIME_TOL = 1e-13
@@ -955,6 +968,7 @@ class SwitchPath(AbstractPath):
             rtol=max(DEFAULT_RTOL, 100 * eps),
             atol=max(DEFAULT_ATOL, eps),
             dtmax=span / DTMAX_DIVISIONS,
+            adjoint=diffrax.RecursiveCheckpointAdjoint(checkpoints=SEGMENT_CHECKPOINTS),
         )
 
     def run(self, system, law, force, q0, qd0, t0, t1, ts, options):
