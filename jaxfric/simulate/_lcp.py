@@ -1,4 +1,4 @@
-"""Box-constrained linear complementarity by projected Gauss–Seidel.
+"""Box- and disk-constrained complementarity by projected Gauss–Seidel.
 
 With the static friction limits as bounds, the forces of the elements at zero
 slip velocity at an event solve a box-constrained (mixed) LCP: the optimality
@@ -13,6 +13,10 @@ Gauss–Seidel (projected SOR with unit relaxation; Cottle, Pang & Stone 1992,
 Ch. 5) is coordinate descent on it; it converges, linearly, also for a
 semidefinite ``D`` with a positive diagonal (Luo & Tseng 1992, J. Optim.
 Theory Appl. 72(1)), which is what redundant elements give.
+
+Vector elements (a contact's two tangential rows, a ball joint's three) bound
+the norm of each element's force instead: the same programme over disks,
+solved by block Gauss–Seidel with exact block steps (`disk_lcp`).
 """
 
 import jax
@@ -90,4 +94,103 @@ def box_lcp(
 
     f0 = jnp.clip(start, lower, upper)
     carry = (f0, residual(f0), jnp.array(0, jnp.int32))
+    return jax.lax.while_loop(unfinished, sweep, carry)
+
+
+# Bisection steps of a block's disk subproblem (its secular equation in λ, to
+# 2^-60 of the bracket).
+_DISK_BISECTIONS = 60
+
+
+def _disk_minimum(
+    matrix: Float[jax.Array, "d d"], rhs: Float[jax.Array, " d"], radius
+) -> Float[jax.Array, " d"]:
+    """``argmin ½ xᵀ W x − rᵀ x`` subject to ``|x| <= radius``, ``W``
+    symmetric positive semidefinite: the trust-region subproblem (Moré &
+    Sorensen 1983, SIAM J. Sci. Stat. Comput. 4(3)), solved in ``W``'s
+    eigenbasis. Inside the disk ``W x = r``; on its edge ``(W + λI) x = r``
+    with the ``λ >= 0`` (found by bisection) at which ``|x| = radius``."""
+    values, vectors = jnp.linalg.eigh(matrix)
+    values = jnp.maximum(values, 0.0)
+    g = vectors.T @ rhs
+    tiny = jnp.finfo(rhs.dtype).tiny
+
+    def squared(lam):
+        return jnp.sum(g**2 / jnp.maximum(values + lam, tiny) ** 2)
+
+    inside = squared(0.0) <= radius**2
+
+    def halve(_, bracket):
+        lo, hi = bracket
+        mid = 0.5 * (lo + hi)
+        above = squared(mid) > radius**2
+        return jnp.where(above, mid, lo), jnp.where(above, hi, mid)
+
+    top = jnp.sqrt(g @ g) / jnp.maximum(radius, tiny)
+    lo, hi = jax.lax.fori_loop(0, _DISK_BISECTIONS, halve, (jnp.zeros_like(top), top))
+    lam = jnp.where(inside, 0.0, hi)
+    return vectors @ (g / jnp.maximum(values + lam, tiny))
+
+
+def disk_lcp(
+    matrix: Float[jax.Array, "m m"],
+    rhs: SlipVector,
+    radius: SlipVector,
+    free: Bool[jax.Array, " m"],
+    sizes: tuple[int, ...],
+    scale: SlipVector,
+    *,
+    rtol: float,
+    max_sweeps: int,
+) -> tuple[SlipVector, Float[jax.Array, ""], Int[jax.Array, ""]]:
+    """Solve ``min ½ fᵀ D f − bᵀ f`` subject to ``|f_k| <= radius_k`` for every
+    element ``k`` (consecutive rows of `sizes`) of the `free` ones: isotropic
+    Coulomb friction's disks as a second-order cone complementarity problem
+    (De Saxcé & Feng 1998; Acary & Brogliato 2008). Its optimality
+    conditions are those of friction from rest: with ``a = b − D f``, an
+    element inside its disk has ``a_k = 0`` (stuck), one on its edge has
+    ``a_k = 2μ_k f_k``, ``μ_k >= 0`` (slipping the way its force points).
+
+    Block Gauss–Seidel with each element's block minimised exactly
+    (`_disk_minimum`): coordinate descent on a convex programme with separable
+    constraints, convergent for a positive semidefinite ``D`` (Luo & Tseng
+    1992, J. Optim. Theory Appl. 72(1), as `box_lcp`). The sweeps stop when no
+    free element's force changed by more than ``rtol·scale`` in a sweep (a
+    fixed point is a solution) or after `max_sweeps`.
+
+    Args:
+        matrix: ``D``, symmetric positive semidefinite, shape ``(m, m)``.
+        rhs: ``b``, shape ``(m,)``.
+        radius: each element's radius on its rows, ``>= 0``, shape ``(m,)``.
+        free: the unknown elements, on their rows; the others' forces are zero.
+        sizes: the rows of each element (static), summing to ``m``.
+        scale: a positive size per row for the stopping test.
+        rtol: relative change at which the sweeps stop.
+        max_sweeps: bound on the sweeps (a `while_loop`; not differentiable).
+
+    Returns:
+        ``(f, change, sweeps)``: the iterate, the largest relative change of
+        the last sweep and the sweeps done.
+    """
+    starts = [sum(sizes[:k]) for k in range(len(sizes))]
+
+    def sweep(carry):
+        f, _, sweeps = carry
+        change = jnp.zeros((), f.dtype)
+        # Unrolled: the elements of one mechanism are few.
+        for start, size in zip(starts, sizes, strict=True):
+            rows = slice(start, start + size)
+            block = matrix[rows, rows]
+            r = rhs[rows] - matrix[rows] @ f + block @ f[rows]
+            x = jnp.where(free[start], _disk_minimum(block, r, radius[start]), 0.0)
+            change = jnp.maximum(change, jnp.max(jnp.abs(x - f[rows]) / scale[rows]))
+            f = f.at[rows].set(x)
+        return f, change, sweeps + 1
+
+    def unfinished(carry):
+        _, change, sweeps = carry
+        return (change > rtol) & (sweeps < max_sweeps)
+
+    inf = jnp.array(jnp.inf, rhs.dtype)
+    carry = (jnp.zeros_like(rhs), inf, jnp.array(0, jnp.int32))
     return jax.lax.while_loop(unfinished, sweep, carry)

@@ -34,7 +34,7 @@ from .._math import (
 from .._types import Coordinates, Float, Int, SlipVector, Vector
 from ..systems import AbstractSystem, Dynamics
 from ._law import AbstractFrictionLaw
-from ._lcp import box_lcp
+from ._lcp import box_lcp, disk_lcp
 from ._loads import LoadCoupling, solve_load_coupling
 
 STICK = 0
@@ -927,16 +927,25 @@ def isotropic_modes(
     `jaxfric.friction.IsotropicCoulomb`) at zero slip velocity: the vector
     form of Farhat et al. 2010, Sec. 4.2.
 
-    The elements of `at_zero` are assumed stuck and their stick forces solved
-    together (the Delassus system, Eq. 7, with all their rows); the stuck
-    element furthest outside its disk ``|F| <= fs`` is released, and every
-    element slipping from rest (released here, or in `released`: a breakaway)
-    gets the direction in which it accelerates under its own kinetic force
-    (`_slip_direction` in the contact's slip ``a s``, one element at a time
-    with the others' forces held, swept `_DIRECTION_SWEEPS` times); an element
-    released here that then accelerates against its direction (elements
-    released after it took its load) sticks again; repeated until no stuck
-    force is outside its disk. A `load_dependent` law
+    The forces of the elements at rest (`at_zero` and `released`) solve the
+    disk problem ``min ½ Fᵀ W F − a0ᵀ F``, ``|F_k| <= fs_k`` (`disk_lcp`;
+    ``W`` the Delassus matrix of Eq. 7 in the contact's slip ``a s``, ``a0``
+    the slip accelerations with the moving elements' slip forces and none at
+    rest): its optimality conditions are isotropic Coulomb friction from rest
+    (De Saxcé & Feng 1998; Acary & Brogliato 2008), an element
+    inside its disk stuck (zero slip acceleration), one on its edge slipping
+    the way its force points, so that its acceleration does (maximum
+    dissipation). An element that slips is then held at its kinetic level
+    and the problem solved again, until no further element slips (with
+    ``fs > fc`` a breakaway cascade, as `consistent_modes`; elements in
+    `released` slip at their kinetic level from the start). For
+    ``fs = fc`` these modes are the consistent ones (the slip accelerations
+    of the convex problem are unique, also for redundant elements). The
+    slipping elements' directions are then refined together with the stuck
+    forces re-solved (`_slip_direction` in the contact's slip, one element at
+    a time with the others' forces held, swept `_DIRECTION_SWEEPS` times),
+    which is also what their derivatives come from (the disk problem's loop
+    is not differentiated). A `load_dependent` law
     (`jaxfric.friction.JointFriction` on a cylindrical or ball joint) takes
     its levels at the reactions of the last choice's friction
     (`friction_at_modes`, which solves the load coupling), and the choice is
@@ -991,7 +1000,7 @@ def isotropic_modes(
         return limit, weights, 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * weights
 
     def choose(law_at, modes, reference):
-        _, weights, tol = levels(law_at)
+        limit, weights, _ = levels(law_at)
         # The contact's slip is ``a s`` (`IsotropicCoulomb.arms`): the
         # direction problem is solved there.
         arms = law_at.row_arms(slip)
@@ -1043,35 +1052,42 @@ def isotropic_modes(
 
             return jax.lax.fori_loop(0, _DIRECTION_SWEEPS, sweep, reference)
 
-        def release(_, carry):
-            modes, reference = carry
-            reference = directions(modes, reference)
-            stuck = modes == STICK
-            # Redundant stuck elements (a closed chain's pins and ball held
-            # together) share their load at the least largest fraction of
-            # their limits: a basic split may put one outside its disk while
-            # a split that holds exists.
-            friction, acc = solve_stick(
-                system, q, qd, net, law_at.slip_force(slip, reference), stuck,
-                parts, limits=weights, norm=law_at.force_norm,
-            )  # fmt: skip
-            # An element this loop released that now accelerates against its
-            # direction (others released after it took its load) cannot slip:
-            # it sticks again, and nothing is released in this round.
-            along = block_dot(parts.jac @ acc + parts.jdot_qd, reference, d)
-            back = at_zero & ~stuck & (along < -tol)
-            norm = law_at.force_norm(friction)
-            excess = jnp.where(stuck & at_zero, norm / weights - 1.0, -jnp.inf)
-            worst = jnp.argmax(excess)
-            rows = (element == element[worst]) & (excess[worst] > 1e-9)
-            rows = rows & ~jnp.any(back)
-            modes = jnp.where(back, STICK, jnp.where(rows, 1, modes))
-            return modes.astype(initial.dtype), reference
+        # The disk problem of the elements at rest (`disk_lcp`) in the
+        # contact's slip: the others' slip forces held, each at rest element's
+        # force within its static disk; an element that slips (on its disk's
+        # edge, accelerating) is held at its kinetic level and the problem
+        # solved again, until no further element slips (the breakaway cascade
+        # of `consistent_modes`, for ``fs > fc``). Elements breaking away
+        # (`released`) slip at their kinetic level from the start.
+        held = jnp.where(rest, 0.0, law_at.slip_force(slip, reference))
+        a0 = arms * rates(held, jnp.zeros_like(rest))[1]
+        delassus = arms[:, None] * parts.delassus * arms[None, :]
+        contact_tol = 1e-9 * jnp.abs(jnp.diagonal(delassus)) * weights
+        problem = jax.lax.stop_gradient((delassus, a0))
 
-        # Every element can be released once, and some stuck again.
-        modes, reference = jax.lax.fori_loop(
-            0, 2 * count + 1, release, (modes, reference)
-        )
+        def solve(slipping):
+            radius = jax.lax.stop_gradient(jnp.where(slipping, kinetic, limit))
+            force = disk_lcp(
+                *problem, radius, rest, sizes, weights,
+                rtol=_LCP_RTOL, max_sweeps=_LCP_MAX_SWEEPS,
+            )[0]  # fmt: skip
+            rate = problem[1] - problem[0] @ force
+            moving = rest & (block_norm(rate, d)[0] > contact_tol)
+            return force, rate, moving | released
+
+        def cascade(_, slipping):
+            return slipping | solve(slipping)[2]
+
+        slipping = jax.lax.fori_loop(0, count, cascade, released)
+        force, rate, slipping = solve(slipping)
+        # Slipping elements: along their force (= along their acceleration).
+        toward = jnp.where(block_norm(force, d)[1], force, rate)
+        u = toward / arms
+        size, some = block_norm(u, d)
+        u = jnp.where(some, u / jnp.where(some, size, 1.0), reference)
+        reference = jnp.where(slipping, jax.lax.stop_gradient(u), reference)
+        modes = jnp.where(rest, jnp.where(slipping, 1, STICK), modes)
+        modes = modes.astype(initial.dtype)
         return modes, directions(modes, reference)
 
     def coupled(modes, reference, split=False):
