@@ -405,6 +405,7 @@ def _check_isotropic_certificate(mass, jac, net, fc, fs, modes, direction):
         rate = free_rate - delassus @ f
         for k in range(len(_DIMS)):
             rows = element == k
+            assert len(set(modes[i, rows])) == 1  # one mode per element
             if stuck[rows].all():
                 assert np.linalg.norm(f[rows]) <= fs[i, rows][0] * (1 + _REL_TOL)
             else:

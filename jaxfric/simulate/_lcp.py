@@ -103,20 +103,22 @@ _DISK_BISECTIONS = 60
 
 
 def _disk_minimum(
-    matrix: Float[jax.Array, "d d"], rhs: Float[jax.Array, " d"], radius
+    values: Float[jax.Array, " d"],
+    vectors: Float[jax.Array, "d d"],
+    rhs: Float[jax.Array, " d"],
+    radius,
 ) -> Float[jax.Array, " d"]:
     """``argmin ½ xᵀ W x − rᵀ x`` subject to ``|x| <= radius``, ``W``
-    symmetric positive semidefinite: the trust-region subproblem (Moré &
-    Sorensen 1983, SIAM J. Sci. Stat. Comput. 4(3)), solved in ``W``'s
-    eigenbasis. Inside the disk ``W x = r``; on its edge ``(W + λI) x = r``
-    with the ``λ >= 0`` (found by bisection) at which ``|x| = radius``."""
-    values, vectors = jnp.linalg.eigh(matrix)
-    values = jnp.maximum(values, 0.0)
+    symmetric positive semidefinite with eigenvalues `values` (clipped at 0)
+    and eigenvectors `vectors`: the trust-region subproblem (Moré & Sorensen
+    1983, SIAM J. Sci. Stat. Comput. 4(3)), solved in ``W``'s eigenbasis.
+    Inside the disk ``W x = r``; on its edge ``(W + λI) x = r`` with the
+    ``λ >= 0`` (found by bisection) at which ``|x| = radius``."""
     g = vectors.T @ rhs
     tiny = jnp.finfo(rhs.dtype).tiny
 
     def squared(lam):
-        return jnp.sum(g**2 / jnp.maximum(values + lam, tiny) ** 2)
+        return jnp.sum((g / jnp.maximum(values + lam, tiny)) ** 2)
 
     inside = squared(0.0) <= radius**2
 
@@ -153,8 +155,8 @@ def disk_lcp(
 
     Block Gauss–Seidel with each element's block minimised exactly
     (`_disk_minimum`): coordinate descent on a convex programme with separable
-    constraints, convergent for a positive semidefinite ``D`` (Luo & Tseng
-    1992, J. Optim. Theory Appl. 72(1), as `box_lcp`). The sweeps stop when no
+    constraints, convergent for a positive semidefinite ``D`` (Tseng 2001,
+    J. Optim. Theory Appl. 109(3)). The sweeps stop when no
     free element's force changed by more than ``rtol·scale`` in a sweep (a
     fixed point is a solution) or after `max_sweeps`.
 
@@ -173,16 +175,23 @@ def disk_lcp(
         the last sweep and the sweeps done.
     """
     starts = [sum(sizes[:k]) for k in range(len(sizes))]
+    # The blocks do not change between sweeps: one eigendecomposition each.
+    eigen = []
+    for start, size in zip(starts, sizes, strict=True):
+        values, vectors = jnp.linalg.eigh(
+            matrix[start : start + size, start : start + size]
+        )
+        eigen.append((jnp.maximum(values, 0.0), vectors))
 
     def sweep(carry):
         f, _, sweeps = carry
         change = jnp.zeros((), f.dtype)
         # Unrolled: the elements of one mechanism are few.
-        for start, size in zip(starts, sizes, strict=True):
+        for start, size, (values, vectors) in zip(starts, sizes, eigen, strict=True):
             rows = slice(start, start + size)
-            block = matrix[rows, rows]
-            r = rhs[rows] - matrix[rows] @ f + block @ f[rows]
-            x = jnp.where(free[start], _disk_minimum(block, r, radius[start]), 0.0)
+            r = rhs[rows] - matrix[rows] @ f + matrix[rows, rows] @ f[rows]
+            x = _disk_minimum(values, vectors, r, radius[start])
+            x = jnp.where(free[start], x, 0.0)
             change = jnp.maximum(change, jnp.max(jnp.abs(x - f[rows]) / scale[rows]))
             f = f.at[rows].set(x)
         return f, change, sweeps + 1

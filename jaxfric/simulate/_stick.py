@@ -40,7 +40,9 @@ from ._loads import LoadCoupling, solve_load_coupling
 STICK = 0
 # The mode choice's box LCP: projected Gauss–Seidel to this relative natural
 # residual (well below the 1e-9 of the slip-acceleration tolerance), and a
-# force this close (relative) to a limit counts as at it.
+# force this close (relative) to a limit counts as at it. The disk problem of
+# vector elements (`disk_lcp`) stops at this relative change per sweep (or 100
+# machine epsilons, in single precision).
 _LCP_RTOL = 1e-13
 _LCP_MAX_SWEEPS = 2000
 _LCP_FORCE_TOL = 1e-9
@@ -939,8 +941,9 @@ def isotropic_modes(
     and the problem solved again, until no further element slips (with
     ``fs > fc`` a breakaway cascade, as `consistent_modes`; elements in
     `released` slip at their kinetic level from the start). For
-    ``fs = fc`` these modes are the consistent ones (the slip accelerations
-    of the convex problem are unique, also for redundant elements). The
+    ``fs = fc`` (at fixed levels) these modes are the consistent ones (the
+    slip accelerations of the convex problem are unique, also for redundant
+    elements). The
     slipping elements' directions are then refined together with the stuck
     forces re-solved (`_slip_direction` in the contact's slip, one element at
     a time with the others' forces held, swept `_DIRECTION_SWEEPS` times),
@@ -961,7 +964,8 @@ def isotropic_modes(
             alike).
         reference: per row, the unit slip direction of each slipping element.
         at_zero: rows of elements at zero slip velocity whose mode is to be
-            decided (stuck ones and those whose slip just stopped).
+            decided (every stuck one, and those whose slip just stopped: the
+            elements outside `at_zero` and `released` are taken as slipping).
         released: rows of elements breaking away (slipping from rest).
         dynamics: `AbstractSystem.dynamics` at ``(q, q̇)`` when the caller has
             it; `parts`: its `stick_parts`, likewise.
@@ -994,7 +998,7 @@ def isotropic_modes(
     def levels(law_at):
         """The limits per row, as weights (kept positive), and the rounding
         tolerance of the slip acceleration: ``1e-9`` of what each limit
-        produces (the re-stick test and the final check share it)."""
+        produces (for the final check)."""
         limit = law_at.breakaway(slip)
         weights = jnp.maximum(limit, 1e-30)
         return limit, weights, 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * weights
@@ -1062,14 +1066,17 @@ def isotropic_modes(
         held = jnp.where(rest, 0.0, law_at.slip_force(slip, reference))
         a0 = arms * rates(held, jnp.zeros_like(rest))[1]
         delassus = arms[:, None] * parts.delassus * arms[None, :]
-        contact_tol = 1e-9 * jnp.abs(jnp.diagonal(delassus)) * weights
-        problem = jax.lax.stop_gradient((delassus, a0))
+        # One tolerance per element (its rows' norm), so that all its rows
+        # get one mode.
+        contact_tol = block_norm(1e-9 * jnp.diagonal(delassus) * weights, d)[0]
+        problem = jax.lax.stop_gradient((delassus, a0, weights))
+        rtol = max(_LCP_RTOL, 100 * float(jnp.finfo(slip.dtype).eps))
 
         def solve(slipping):
             radius = jax.lax.stop_gradient(jnp.where(slipping, kinetic, limit))
             force = disk_lcp(
-                *problem, radius, rest, sizes, weights,
-                rtol=_LCP_RTOL, max_sweeps=_LCP_MAX_SWEEPS,
+                problem[0], problem[1], radius, rest, sizes, problem[2],
+                rtol=rtol, max_sweeps=_LCP_MAX_SWEEPS,
             )[0]  # fmt: skip
             rate = problem[1] - problem[0] @ force
             moving = rest & (block_norm(rate, d)[0] > contact_tol)

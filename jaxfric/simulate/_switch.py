@@ -93,16 +93,15 @@ DEFAULT_ATOL = 1e-12
 DTMAX_DIVISIONS = 100
 #: Checkpoints of each segment's reverse-mode solve (the default adjoint,
 #: `diffrax.RecursiveCheckpointAdjoint`). diffrax's own choice, ~√(2·max_steps)
-#: = 181 for max_steps 16384, is sized for one long solve; the switch path runs
+#: = 180 for max_steps 16384, is sized for one long solve; the switch path runs
 #: many short ones (between events and save stops) and each allocates and fills
-#: all its checkpoints under `jax.grad`. With 32, a segment of up to 561 steps is
-#: still recomputed at most twice (Griewank–Walther binomial checkpointing) and
-#: the gradients are the same to the last bit (the written-out stages' JVP
-#: recomputes exactly). Measured (`experiments/bench_saving.py`, 1000 free
-#: oscillators, `vmap` of `grad`): 2 / 101 / 1001 saved times 393 → 325,
-#: 1264 → 485, 1908 → 851 ms; `branched.urdf` `grad` 181 → 194 ms; a segment of
-#: 1500 steps 1.4–1.6× slower (pass `diffrax.RecursiveCheckpointAdjoint()` for
-#: diffrax's choice).
+#: all its checkpoints under `jax.grad`. With 32, each step of a segment of up
+#: to 561 steps is still computed at most twice (binomial checkpointing,
+#: Griewank & Walther 2000), and the gradients are the same to the last bit
+#: (the written-out stages' JVP recomputes exactly). Measured (README,
+#: Performance): the 1000-oscillator `vmap` gradient of `bench_saving.py` 1.2–2.4×
+#: faster, `branched.urdf`'s `grad` 7 % slower, segments of 1500 steps 1.4–1.6×
+#: slower (pass `diffrax.RecursiveCheckpointAdjoint()` for diffrax's choice).
 SEGMENT_CHECKPOINTS = 32
 # Event times are located to this width (relative and absolute, s), or to 32
 # machine epsilons in single precision.
