@@ -1082,11 +1082,17 @@ def isotropic_modes(
             moving = rest & (block_norm(rate, d)[0] > contact_tol)
             return force, rate, moving | released
 
-        def cascade(_, slipping):
-            return slipping | solve(slipping)[2]
+        def cascade(_, carry):
+            held_kinetic = carry[0]
+            force, rate, slipping = solve(held_kinetic)
+            return held_kinetic | slipping, force, rate, slipping
 
-        slipping = jax.lax.fori_loop(0, count, cascade, released)
-        force, rate, slipping = solve(slipping)
+        # ``count`` rounds reach the fixed point; the last one's solve is the
+        # result (one traced copy of the solve).
+        zeros = jnp.zeros_like(slip)
+        _, force, rate, slipping = jax.lax.fori_loop(
+            0, count + 1, cascade, (released, zeros, zeros, released)
+        )
         # Slipping elements: along their force (= along their acceleration).
         toward = jnp.where(block_norm(force, d)[1], force, rate)
         u = toward / arms
