@@ -2,7 +2,6 @@
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from ..._types import Array, Float, Vector
 from . import _spatial as sp
@@ -42,17 +41,20 @@ def forward_kinematics(
         origins in base coordinates, m, shape ``(dof, 3)``.
     """
     rot, pos = joint_poses(model, q)
-    n = model.n_bodies
-    # Pointer jumping: after step k each body's pose is relative to its ancestor
-    # 2^k levels up, so log2(depth) batched compositions reach the base (few
-    # kernels to compile, whatever the depth). Index n is the base (identity).
-    up = np.array([n if p < 0 else p for p in model.parents] + [n])
-    rot = jnp.concatenate([rot, jnp.eye(3, dtype=rot.dtype)[None]])
-    pos = jnp.concatenate([pos, jnp.zeros((1, 3), dtype=pos.dtype)])
-    while np.any(up[:n] < n):
-        rot, pos = sp.compose(rot[up], pos[up], rot, pos)
-        up = up[up]
-    return rot[:n], pos[:n]
+    # Body by body from the base (``parents[i] < i``): static slices and one
+    # composition each. Pointer jumping (log2(depth) compositions of all bodies
+    # at once) gathers by index arrays, which ran several times slower under
+    # `vmap` on a CPU (`experiments/bench_rigid_body.py`, README).
+    world_rot, world_pos = [], []
+    for i, parent in enumerate(model.parents):
+        if parent < 0:
+            world_rot.append(rot[i])
+            world_pos.append(pos[i])
+        else:
+            r, p = sp.compose(world_rot[parent], world_pos[parent], rot[i], pos[i])
+            world_rot.append(r)
+            world_pos.append(p)
+    return jnp.stack(world_rot), jnp.stack(world_pos)
 
 
 @jax.jit
