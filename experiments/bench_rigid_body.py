@@ -143,6 +143,15 @@ _QUANTITIES = {
         lambda m, q, qd, qdd, tau: rigid.forward_dynamics(m, q, qd, tau),
         lambda pin, m, d, q, qd, qdd, tau: pin.aba(m, d, q, qd, tau),
     ),
+    # What a simulation evaluates at every state: M and h from one kinematics
+    # pass (Pinocchio: crba, and rnea at zero acceleration).
+    "mass_and_bias": (
+        lambda m, q, qd, qdd, tau: rigid.mass_matrix_and_bias(m, q, qd),
+        lambda pin, m, d, q, qd, qdd, tau: (
+            pin.crba(m, d, q),
+            pin.rnea(m, d, q, qd, 0 * qdd),
+        ),
+    ),
     "all three": (
         _all_three,
         lambda pin, m, d, q, qd, qdd, tau: (
@@ -205,7 +214,7 @@ def _time_quantity(quantity, model, states, pin_model, pin_states, settings):
     t_pin, _ = _timed(run_pin, repeats)
     load_pin = load_average()
     diff = None
-    if quantity != "all three":
+    if quantity not in ("all three", "mass_and_bias"):
         ref = np.stack([np.array(r) for r in run_pin()])
         diff = max(
             _max_relative_difference(out, ref, quantity),
