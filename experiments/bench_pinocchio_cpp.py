@@ -6,12 +6,15 @@ loop, which adds the bindings' call cost to every state. This builds
 (its headers and ``libpinocchio_default``, whose precompiled ``crba``, ``rnea``
 and ``aba`` are the code the bindings call; Eigen and urdfdom headers, which
 the wheel does not ship, are pip-installed into ``results/``), runs it on the
-robots of ``bench_rigid_body.toml`` and puts its times beside jaxfric's (the
+robots of its ``[dynamics]`` settings and puts its times beside jaxfric's (the
 better of ``vmap`` and chunks, float64, from `bench_rigid_body.bench_dynamics`)
 and the Python loop's. Checked: jaxfric per state within ``target`` × the C++
 time for each quantity (forward dynamics against ``aba``; the mass matrix and
 the bias forces together, what a simulation evaluates, against ``crba`` +
-``rnea``). Needs ``g++`` and network access to PyPI for the headers.
+``nonLinearEffects``, in one loop). Needs ``g++`` and network access to PyPI
+for the headers. The C++ reference is the wheel's generic x86-64 build (a
+``-march=native`` build of this file crashed against it); the C++ draws its own
+random states from the same distributions as `random_robot_states`.
 Writes ``results/bench_pinocchio_cpp/summary.json`` and ``figure.png``.
 
 Run: ``python experiments/bench_pinocchio_cpp.py [SETTINGS.toml]``.
@@ -21,50 +24,38 @@ import importlib.metadata
 import re
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import bench_rigid_body as rigid_bench
 import numpy as np
 from _common import (
-    CONFIGS,
     claim,
     example_robot_urdf,
     load_average,
     load_settings,
     print_claims,
     print_table,
-    read_settings,
     results_dir,
     write_json,
 )
 
 NAME = "bench_pinocchio_cpp"
-_DEFINES = (
-    "-DPINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION",
-    "-DPINOCCHIO_WITH_URDFDOM",
-    "-DPINOCCHIO_URDFDOM_HEADERS_MAJOR_VERSION=3",
-    "-DPINOCCHIO_URDFDOM_HEADERS_MINOR_VERSION=0",
-    "-DPINOCCHIO_URDFDOM_HEADERS_PATCH_VERSION=0",
-    "-DBOOST_MPL_LIMIT_LIST_SIZE=30",
-    "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30",
-    "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS",
-    "-DBOOST_FUSION_INVOKE_MAX_ARITY=12",
-)
 # C++ result name -> jaxfric quantity of bench_rigid_body.
 _PAIRS = {
     "crba": "mass_matrix",
     "rnea": "rnea",
     "aba": "forward_dynamics",
-    "crba+rnea": "mass_and_bias",
+    "mh": "mass_and_bias",
 }
 
 
 def build(settings, out: Path) -> Path:
     """Compile the C++ bench against the wheel; returns the binary."""
-    prefix = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix"
+    prefix = Path(importlib.metadata.distribution("pin").locate_file("cmeel.prefix"))
     headers = out / "headers"
-    if not headers.exists():
+    installed = {p.name.split("-")[0] for p in headers.glob("*.dist-info")}
+    wanted = {h.split("==")[0].replace("-", "_") for h in settings["headers"]}
+    if not wanted <= installed:
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--no-deps",
              "--target", str(headers), *settings["headers"]],
@@ -73,14 +64,13 @@ def build(settings, out: Path) -> Path:
     binary = out / "pinocchio_bench"
     lib = prefix / "lib"
     command = [
-        "g++", *settings["cxxflags"], *_DEFINES,
+        "g++", *settings["cxxflags"], *(f"-D{d}" for d in settings["defines"]),
         f"-I{prefix / 'include'}",
         f"-I{prefix / 'include' / 'pinocchio' / 'deprecated'}",
         "-isystem", str(headers / "cmeel.prefix" / "include" / "eigen3"),
         "-isystem", str(headers / "cmeel.prefix" / "include" / "urdfdom_headers"),
         str(Path(__file__).parent / "pinocchio_bench.cpp"), "-o", str(binary),
-        f"-L{lib}", f"-Wl,-rpath,{lib}", "-lpinocchio_parsers", "-lpinocchio_default",
-        "-lboost_filesystem", "-lboost_serialization", "-lurdfdom_model",
+        f"-L{lib}", f"-Wl,-rpath,{lib}", *(f"-l{x}" for x in settings["libraries"]),
     ]  # fmt: skip
     print(" ".join(command), flush=True)
     subprocess.run(command, check=True)
@@ -91,10 +81,10 @@ def cpp_times(binary: Path, urdf: str, settings) -> dict[str, float]:
     """Best µs per state of each C++ quantity over `runs` runs."""
     best: dict[str, float] = {}
     for _ in range(settings["runs"]):
+        command = [binary, urdf, settings["cpp_states"], settings["cpp_repeats"]]
         text = subprocess.run(
-            [str(binary), urdf, str(settings["states"]), str(settings["repeats"])],
-            check=True, capture_output=True, text=True,
-        ).stdout  # fmt: skip
+            [str(c) for c in command], check=True, capture_output=True, text=True
+        ).stdout
         for name, value in re.findall(r"RESULT (\w+)\s+best_us_per_state=(\S+)", text):
             best[name] = min(best.get(name, np.inf), float(value))
     return best
@@ -104,11 +94,7 @@ def main() -> bool:
     settings = load_settings(NAME)
     out = results_dir(NAME)
     binary = build(settings, out)
-    dynamics = dict(
-        read_settings(CONFIGS / "bench_rigid_body.toml")["dynamics"],
-        dtypes=["float64"],
-        batch=settings["states"],
-    )
+    dynamics = settings["dynamics"]
     jax_rows = rigid_bench.bench_dynamics(dynamics)
     rows, claims = [], []
     for robot, relative in dynamics["robots"].items():
@@ -117,7 +103,7 @@ def main() -> bool:
         ours = {r["quantity"]: r for r in jax_rows if r["robot"] == robot}
         for name, quantity in _PAIRS.items():
             row = ours[quantity]
-            reference = cpp["crba"] + cpp["rnea"] if name == "crba+rnea" else cpp[name]
+            reference = cpp[name]
             best = min(row["jaxfric_batch_us"], row["jaxfric_chunked_us"])
             rows.append(
                 dict(

@@ -1,4 +1,5 @@
-// Pinocchio's C++ per-state times of crba, rnea, aba and all three in sequence,
+// Pinocchio's C++ per-state times of crba, rnea, aba, all three in sequence, and
+// crba + nonLinearEffects (M and h),
 // without Python in the loop: the reference of issue 19's rigid-body target.
 // Built and run by experiments/bench_pinocchio_cpp.py (see there for the flags).
 // Usage: ./pinocchio_bench <urdf path> [n_states=4096] [repeats=20]
@@ -88,6 +89,11 @@ int main(int argc, char **argv) {
           pinocchio::aba(model, data, qs[i], vs[i], ts[i]);
           checksum += data.ddq(0);
         }
+        if (which == 4) {  // M and h = C(q, v) v + g (rnea at zero acceleration)
+          pinocchio::crba(model, data, qs[i]);
+          pinocchio::nonLinearEffects(model, data, qs[i], vs[i]);
+          checksum += data.M(0, 0) + data.nle(0);
+        }
       }
       auto t1 = Clock::now();
       double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
@@ -100,6 +106,7 @@ int main(int argc, char **argv) {
   run("rnea", 1);
   run("aba", 2);
   run("all3", 3);
+  run("mh", 4);
   std::printf("checksum=%.17g\n", checksum);
   return 0;
 }

@@ -24,7 +24,10 @@ def _world(model: TreeModel, q):
     st = structure(model)
     rot_w, pos_w = forward_kinematics(model, q)
     subspace = sp.motion_to_frame(
-        rot_w, pos_w, jnp.asarray(st.s_omega), jnp.asarray(st.s_vel)
+        rot_w,
+        pos_w,
+        jnp.asarray(st.s_omega, dtype=rot_w.dtype),
+        jnp.asarray(st.s_vel, dtype=rot_w.dtype),
     )
     inertia = sp.transform_inertia(
         rot_w, pos_w, model.mass, model.first_moment, model.inertia
@@ -34,10 +37,17 @@ def _world(model: TreeModel, q):
 
 def _tree_sum(mask, x):
     """``Σ_j mask[i, j] x[j]`` for a static boolean `mask`: sums over ancestors
-    (`Structure.ancestors`) or over subtrees (its transpose). A product with
-    the 0/1 matrix: under `vmap` a matrix product, which ran faster than a
-    masked sum of the broadcast ``(n, n, k)`` array."""
-    return jnp.asarray(mask, dtype=x.dtype) @ x
+    (`Structure.ancestors`) or over subtrees (its transpose).
+
+    A product with the 0/1 matrix, which `vmap` makes a matrix product (faster
+    than a masked sum of the broadcast ``(n, n, k)`` array: README,
+    Performance). At full precision (float32 products on a GPU would otherwise
+    round to TF32). A non-finite value of one body spreads to every body's
+    sum (``0·inf``), within one state only.
+    """
+    return jnp.matmul(
+        jnp.asarray(mask, dtype=x.dtype), x, precision=jax.lax.Precision.HIGHEST
+    )
 
 
 def _rnea(model: TreeModel, q, qd, qdd, external=None, world=None):

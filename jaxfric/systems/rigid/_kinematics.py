@@ -17,7 +17,8 @@ def joint_poses(
     ``p = p_o + R_o·axis·q_i`` (Featherstone 2008, Table 4.1, in pose form).
     """
     st = structure(model)
-    axes = jnp.asarray(st.s_omega + st.s_vel)
+    # In the state's dtype: float32 states give float32 poses with x64 on too.
+    axes = jnp.asarray(st.s_omega + st.s_vel, dtype=q.dtype)
     angle = jnp.where(st.prismatic, 0.0, q)
     shift = jnp.where(st.prismatic, q, 0.0)
     rot_o, pos_o = model.origin_rotation, model.origin_translation
@@ -42,9 +43,9 @@ def forward_kinematics(
     """
     rot, pos = joint_poses(model, q)
     # Body by body from the base (``parents[i] < i``): static slices and one
-    # composition each. Pointer jumping (log2(depth) compositions of all bodies
-    # at once) gathers by index arrays, which ran several times slower under
-    # `vmap` on a CPU (`experiments/bench_rigid_body.py`, README).
+    # composition each, instead of pointer jumping (log2(depth) compositions of
+    # all bodies at once, whose gathers by index arrays ran slower under `vmap`
+    # on a CPU: README, Performance).
     world_rot, world_pos = [], []
     for i, parent in enumerate(model.parents):
         if parent < 0:

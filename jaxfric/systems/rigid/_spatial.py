@@ -32,7 +32,8 @@ def _sincos(xp, angle):
 
 # Products are written as broadcast multiplies and sums rather than `dot`s:
 # on CPU, XLA fuses them with their neighbours, which keeps the number of
-# kernels (and so the compile time) of a robot's dynamics low.
+# kernels (and so the compile time) of a robot's dynamics low. (Sums over a
+# tree's bodies are the exception, `_dynamics._tree_sum`.)
 
 
 def matmul(a, b):
@@ -88,10 +89,13 @@ def axis_rotation(axis, angle):
     """Rotation by `angle` (rad) about the unit vector `axis` (Rodrigues), batched:
     `axis` ``(..., 3)``, `angle` ``(...)`` -> ``(..., 3, 3)``."""
     xp = _xp(axis, angle)
-    k = skew(xp.asarray(axis, dtype=float))
+    # A traced angle's dtype (float32 stays float32 with x64 on).
+    dtype = xp.result_type(angle) if xp is jnp else float
+    k = skew(xp.asarray(axis, dtype=dtype))
     s, c = _sincos(xp, angle)
     s, c = s[..., None, None], c[..., None, None]
-    return xp.broadcast_to(xp.eye(3), k.shape) + s * k + (1.0 - c) * matmul(k, k)
+    eye = xp.eye(3, dtype=dtype)
+    return xp.broadcast_to(eye, k.shape) + s * k + (1.0 - c) * matmul(k, k)
 
 
 def compose(rot1, pos1, rot2, pos2):
