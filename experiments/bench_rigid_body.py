@@ -9,9 +9,11 @@ and ``lax.map`` over chunks of ``chunk`` states, vmapped inside), after
 compilation; Pinocchio's Python bindings (``pin.crba``, ``pin.rnea``,
 ``pin.aba``) in a Python loop over the same states; jaxfric in every dtype of
 ``dtypes`` (float64, float32). Checked: the largest relative difference to
-Pinocchio in float64 is below 1e-9 (issue 4; expected ~1e-14); per state, the
-better of ``vmap`` and chunks takes at most ``loop_ratio_target`` × Pinocchio's
-Python loop (a proxy: issue 19's 1.2× is against its C++,
+Pinocchio is below 1e-9 in float64 (issue 4; expected ~1e-14) and 1e-4 in
+float32, on both paths (with jaxlib 0.10.2 on a CPU a float32 `vmap` of 4096
+Panda states computes wrong values for members 1213 on: README, Precision); per
+state, the better of ``vmap`` and chunks takes at most ``loop_ratio_target`` ×
+Pinocchio's Python loop (a proxy: issue 19's 1.2× is against its C++,
 ``bench_pinocchio_cpp.py``). float32 rows compute in float32 (checked).
 
 Part 2, stick–slip batch: the two-link arm of ``experiments/kikuuwe_two_link.py``
@@ -77,8 +79,10 @@ from jaxfric.systems import rigid  # noqa: E402
 
 NAME = "bench_rigid_body"
 
-#: Agreement with Pinocchio required by issue 4 (max relative difference).
-PINOCCHIO_TOLERANCE = 1e-9
+#: Agreement with Pinocchio required by issue 4 (max relative difference) in
+#: float64; float32 rounding allows about 1e-6 (forward dynamics ~1e-6 times
+#: the mass matrix's condition).
+PINOCCHIO_TOLERANCE = {"float64": 1e-9, "float32": 1e-4}
 
 
 _JAXFRIC_KEYS = (
@@ -217,13 +221,11 @@ def _time_quantity(quantity, model, states, pin_model, pin_states, settings):
     )
     t_pin, _ = _timed(run_pin, repeats)
     load_pin = load_average()
-    diff = None
+    diff = diff_vmap = None
     if quantity != "all three":
         ref = run_pin()
-        diff = max(
-            _max_relative_difference(out, ref, quantity),
-            _max_relative_difference(out_chunked, ref, quantity),
-        )
+        diff_vmap = _max_relative_difference(out, ref, quantity)
+        diff = _max_relative_difference(out_chunked, ref, quantity)
     return {
         "quantity": quantity,
         "jaxfric_single_us": 1e6 * t_single / calls,
@@ -233,6 +235,7 @@ def _time_quantity(quantity, model, states, pin_model, pin_states, settings):
         "jaxfric_chunked_cpu_us": 1e6 * cpu_chunked / batch,
         "pinocchio_us": 1e6 * t_pin / batch,
         "max_rel_diff": diff,
+        "max_rel_diff_vmap": diff_vmap,
         "load_single": load_single,
         "load_batch": load_batch,
         "load_pinocchio": load_pin,
@@ -622,7 +625,8 @@ def main():
             ("jaxfric_chunked_cpu_us", "its CPU time [µs/state]", ".2f"),
             ("pinocchio_us", "Pinocchio loop [µs/state]", ".2f"),
             ("ratio", "best jaxfric / Pinocchio", ".2f"),
-            ("max_rel_diff", "max rel diff", ".1e"),
+            ("max_rel_diff", "max rel diff (chunks)", ".1e"),
+            ("max_rel_diff_vmap", "max rel diff (vmap)", ".1e"),
             ("load_pinocchio", "load (1, 5, 15 min)", ""),
         ],
     )
@@ -630,19 +634,25 @@ def main():
     claims = []
     for robot in settings["dynamics"]["robots"]:
         ours = [r for r in dyn_rows if r["robot"] == robot]
-        diffs = {
-            r["quantity"]: r["max_rel_diff"]
-            for r in ours
-            if r["dtype"] == "float64" and r["max_rel_diff"] is not None
-        }
-        if diffs:
-            worst = max(diffs.values())
+        for dtype in settings["dynamics"]["dtypes"]:
+            rows = [
+                r for r in ours if r["dtype"] == dtype and r["max_rel_diff"] is not None
+            ]
+            if not rows:
+                continue
+            tolerance = PINOCCHIO_TOLERANCE[dtype]
+            worst = max(max(r["max_rel_diff"], r["max_rel_diff_vmap"]) for r in rows)
             claims.append(
                 claim(
-                    worst < PINOCCHIO_TOLERANCE,
-                    f"{robot}: max relative difference to Pinocchio (float64) "
-                    + ", ".join(f"{k} {v:.1e}" for k, v in diffs.items())
-                    + f"; target < {PINOCCHIO_TOLERANCE:g}",
+                    worst < tolerance,
+                    f"{robot} {dtype}: max relative difference to Pinocchio "
+                    "(chunks / vmap) "
+                    + ", ".join(
+                        f"{r['quantity']} {r['max_rel_diff']:.1e} / "
+                        f"{r['max_rel_diff_vmap']:.1e}"
+                        for r in rows
+                    )
+                    + f"; target < {tolerance:g}",
                 )
             )
         target = settings["dynamics"]["loop_ratio_target"]
