@@ -17,8 +17,9 @@ def joint_poses(
     ``p = p_o + R_o·axis·q_i`` (Featherstone 2008, Table 4.1, in pose form).
     """
     st = structure(model)
-    # In the state's dtype: float32 states give float32 poses with x64 on too.
-    axes = jnp.asarray(st.s_omega + st.s_vel, dtype=q.dtype)
+    # In the state's floating dtype: float32 states give float32 poses with x64
+    # on too.
+    axes = jnp.asarray(st.s_omega + st.s_vel, dtype=jnp.result_type(q, float))
     angle = jnp.where(st.prismatic, 0.0, q)
     shift = jnp.where(st.prismatic, q, 0.0)
     rot_o, pos_o = model.origin_rotation, model.origin_translation

@@ -89,8 +89,8 @@ def axis_rotation(axis, angle):
     """Rotation by `angle` (rad) about the unit vector `axis` (Rodrigues), batched:
     `axis` ``(..., 3)``, `angle` ``(...)`` -> ``(..., 3, 3)``."""
     xp = _xp(axis, angle)
-    # A traced angle's dtype (float32 stays float32 with x64 on).
-    dtype = xp.result_type(angle) if xp is jnp else float
+    # The angle's floating dtype (float32 stays float32 with x64 on).
+    dtype = xp.result_type(angle, float) if xp is jnp else float
     k = skew(xp.asarray(axis, dtype=dtype))
     s, c = _sincos(xp, angle)
     s, c = s[..., None, None], c[..., None, None]
