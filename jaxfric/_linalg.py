@@ -252,18 +252,16 @@ def drop_null_part(
     return x - null @ spd_solve(gram, scaled.T @ x)
 
 
-def singular_values(a: jax.Array, sweeps: int = 12) -> jax.Array:
-    """The singular values of ``a`` (``(k, d)``, ``k >= d``), largest first:
-    square roots of the eigenvalues of ``aᵀa`` by cyclic Jacobi rotations
-    (Golub & Van Loan, Matrix Computations, Alg. 8.5.3), `sweeps` sweeps
-    (quadratic convergence: 12 sweeps is far past float64 for ``d <= 12``).
-    The smallest ones are accurate to about ``eps·σ_max²/σ``, which suffices
-    for a rank test with a tolerance well above ``sqrt(eps)``."""
-    g = a.T @ a
+def _jacobi(g: jax.Array, sweeps: int, vectors: bool):
+    """Cyclic Jacobi rotations on the symmetric ``g`` (Golub & Van Loan,
+    Matrix Computations, Alg. 8.5.3), `sweeps` sweeps: ``(values, V)`` with
+    ``g = V diag(values) Vᵀ`` (unsorted; ``V`` is `None` without `vectors`).
+    Quadratic convergence: 12 sweeps is far past float64 for ``d <= 12``."""
     d = g.shape[0]
     pairs = [(p, q) for p in range(d) for q in range(p + 1, d)]
 
-    def sweep(_, g):
+    def sweep(_, carry):
+        g, v = carry
         for p, q in pairs:
             # The rotation that zeroes g[p, q] (Golub & Van Loan, Alg. 8.5.1).
             off = g[p, q]
@@ -275,7 +273,26 @@ def singular_values(a: jax.Array, sweeps: int = 12) -> jax.Array:
             rot = rot.at[p, p].set(c).at[q, q].set(c).at[p, q].set(c * t)
             rot = rot.at[q, p].set(-c * t)
             g = rot.T @ g @ rot
-        return g
+            v = None if v is None else v @ rot
+        return g, v
 
-    g = jax.lax.fori_loop(0, sweeps, sweep, g)
-    return jnp.sqrt(jnp.maximum(jnp.sort(jnp.diagonal(g))[::-1], 0.0))
+    eye = jnp.eye(d, dtype=g.dtype) if vectors else None
+    g, v = jax.lax.fori_loop(0, sweeps, sweep, (g, eye))
+    return jnp.diagonal(g), v
+
+
+def symmetric_eigen(a: jax.Array, sweeps: int = 12) -> tuple[jax.Array, jax.Array]:
+    """Eigenvalues (unsorted) and eigenvectors (columns) of the symmetric
+    ``a`` by cyclic Jacobi rotations (`_jacobi`): `jnp.linalg.eigh` without
+    its LAPACK call (module doc)."""
+    return _jacobi(a, sweeps, vectors=True)
+
+
+def singular_values(a: jax.Array, sweeps: int = 12) -> jax.Array:
+    """The singular values of ``a`` (``(k, d)``, ``k >= d``), largest first:
+    square roots of the eigenvalues of ``aᵀa`` by cyclic Jacobi rotations
+    (`_jacobi`). The smallest ones are accurate to about ``eps·σ_max²/σ``,
+    which suffices for a rank test with a tolerance well above
+    ``sqrt(eps)``."""
+    values, _ = _jacobi(a.T @ a, sweeps, vectors=False)
+    return jnp.sqrt(jnp.maximum(jnp.sort(values)[::-1], 0.0))

@@ -66,3 +66,11 @@ def test_min_norm_solve_and_singular_values_of_rank_deficient_rows():
     )
     sv = la.singular_values(jnp.asarray(jac))
     assert float(sv[-1]) < 1e-6 * float(sv[0])  # rank 2 of 3
+    # The same rotations with their vectors: eigh of a symmetric matrix.
+    sym = full.T @ full - 2.0 * np.eye(3)
+    values, vectors = la.symmetric_eigen(jnp.asarray(sym))
+    np.testing.assert_allclose(np.sort(values), np.linalg.eigvalsh(sym), rtol=1e-12)
+    np.testing.assert_allclose(
+        vectors @ np.diag(values) @ vectors.T, sym, rtol=0, atol=1e-12
+    )
+    np.testing.assert_allclose(vectors.T @ vectors, np.eye(3), rtol=0, atol=1e-14)

@@ -22,6 +22,7 @@ solved by block Gauss–Seidel with exact block steps (`disk_lcp`).
 import jax
 import jax.numpy as jnp
 
+from .._linalg import symmetric_eigen
 from .._types import Bool, Float, Int, SlipVector
 
 
@@ -175,10 +176,12 @@ def disk_lcp(
         the last sweep and the sweeps done.
     """
     starts = [sum(sizes[:k]) for k in range(len(sizes))]
-    # The blocks do not change between sweeps: one eigendecomposition each.
+    # The blocks do not change between sweeps: one eigendecomposition each
+    # (Jacobi rotations: LAPACK's under `vmap` can hang a CPU batch,
+    # `jaxfric._linalg`).
     eigen = []
     for start, size in zip(starts, sizes, strict=True):
-        values, vectors = jnp.linalg.eigh(
+        values, vectors = symmetric_eigen(
             matrix[start : start + size, start : start + size]
         )
         eigen.append((jnp.maximum(values, 0.0), vectors))
