@@ -195,9 +195,14 @@ def lu_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     """Solve ``a x = b`` for a square nonsingular ``a`` (``b`` of shape ``(n,)``
     or ``(n, k)``) by Gaussian elimination with partial pivoting, then
     `upper_solve`. A singular ``a`` gives non-finite entries."""
-    upper, rhs, _ = _lu(a, b if b.ndim == 2 else b[:, None])
+    return lu_solve_det(a, b)[0]
+
+
+def lu_solve_det(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """`lu_solve` and `det` of ``a`` from one elimination."""
+    upper, rhs, sign = _lu(a, b if b.ndim == 2 else b[:, None])
     x = upper_solve(upper, rhs)
-    return x if b.ndim == 2 else x[:, 0]
+    return (x if b.ndim == 2 else x[:, 0]), sign * jnp.prod(jnp.diagonal(upper))
 
 
 def det(a: jax.Array) -> jax.Array:

@@ -24,6 +24,7 @@ def test_solves_match_lapack(backend, monkeypatch):
             la.spd_solve(spd, b),
             la.upper_solve(upper, b),
             la.lstsq_solve(tall, y),
+            *la.lu_solve_det(a, b[:, 0]),
         )
 
     for n in (3, 11):  # unrolled and looped elimination
@@ -43,6 +44,8 @@ def test_solves_match_lapack(backend, monkeypatch):
             np.linalg.solve(spd, b),
             np.linalg.solve(upper, b),
             np.linalg.lstsq(tall, y, rcond=None)[0],
+            np.linalg.solve(a, b[:, 0]),
+            np.linalg.det(a),
         )
         for got, ref in zip(out, expected, strict=True):
             np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)

@@ -31,7 +31,13 @@ import numpy as np
 import scipy.linalg
 
 from .._check import check_finite, check_range, is_concrete
-from .._linalg import det, lstsq_solve, min_norm_solve, singular_values
+from .._linalg import (
+    det,
+    lstsq_solve,
+    lu_solve_det,
+    min_norm_solve,
+    singular_values,
+)
 from .._types import Array, Float, Jacobian, Matrix, SlipVector, Vector
 from ._base import AbstractSystem, ConfigurationStatus, Dynamics, JointReactions
 from .rigid import _dynamics, _kinematics, _spatial as sp
@@ -458,11 +464,29 @@ class ClosedChain(AbstractSystem):
         z0 = self.q_guess[ind]
         dz = z - z0
         basis = self._guess_jacobian[:, dep]
+        square = basis.shape[0] == basis.shape[1]
 
-        def tangent(jac):
-            return -lstsq_solve(jac[:, dep], jac[:, ind]) @ dz
+        def solve(jac, rhs):
+            """``(Φ_y⁺ rhs, det Φ_y)`` (the determinant of a square ``Φ_y``
+            only) from one elimination."""
+            if square:
+                return lu_solve_det(jac[:, dep], rhs)
+            return lstsq_solve(jac[:, dep], rhs), None
 
-        slope = tangent(self._guess_jacobian) if follow else jnp.zeros_like(y0)
+        x, basis_det = solve(self._guess_jacobian, self._guess_jacobian[:, ind])
+        slope = -x @ dz if follow else jnp.zeros_like(y0)
+
+        def step(jac, phi):
+            """The Gauss–Newton step at ``(z, y)`` with Jacobian `jac`, the
+            tangent ``∂y/∂z·dz`` there, and whether ``det(Φ_y(q_g)ᵀ Φ_y)``
+            is positive (for a square ``Φ_y``, ``det Φ_y(q_g)·det Φ_y``): one
+            elimination for all three where ``Φ_y`` is square."""
+            x, det_y = solve(jac, jnp.concatenate([phi[:, None], jac[:, ind]], 1))
+            if square:
+                same_mode = basis_det * det_y > 0
+            else:
+                same_mode = det(basis.T @ jac[:, dep]) > 0
+            return x[:, 0], -x[:, 1:] @ dz, same_mode
 
         def cond(carry):
             s, _, _, stride, _, _, _, _, _, _, stage = carry
@@ -474,7 +498,8 @@ class ClosedChain(AbstractSystem):
             s, y, slope, stride, s_try, y_pred, y_it, k, res, prev, stage = carry
             phi, jac = self._residual_and_jacobian(self._full(z0 + s_try * dz, y_it))
             res_it = jnp.max(jnp.abs(phi))
-            y_next = y_it - lstsq_solve(jac[:, dep], phi)
+            dy, slope_here, same_mode = step(jac, phi)
+            y_next = y_it - dy
             # Quadratic convergence, r_{k+1} ≈ C r_k² with C ≈ r_k / r_{k-1}²:
             # once the iteration contracts by 100× or more, the step just
             # solved is taken where its predicted residual is 10⁴× below tol,
@@ -488,10 +513,9 @@ class ClosedChain(AbstractSystem):
             if follow:
                 moved = jnp.max(jnp.abs(y_it - y_pred))
                 predicted = jnp.max(jnp.abs(y_pred - y))
-                same_mode = det(basis.T @ jac[:, dep]) > 0
                 good = good & same_mode & (moved <= 0.5 * predicted + 1e3 * self.tol)
             accept = over & good
-            slope = jax.lax.cond(accept, tangent, lambda _: slope, jac)
+            slope = jnp.where(accept, slope_here, slope)
             s = jnp.where(accept, s_try, s)
             y = jnp.where(accept, y_next, y)
             stride = jnp.where(over, jnp.where(good, 2.0, 0.25) * stride, stride)
@@ -832,11 +856,13 @@ def _all_terms(chain: ClosedChain, z, zd) -> Dynamics:
     state = chain._tree_state(z, zd)
     q, qd, rows, c, _ = state
     tree = chain.tree
-    mass = tree.mass_matrix(q)
+    # `M` and `h` from one kinematics pass (the tree's `dynamics`; its friction
+    # terms are not used, and XLA drops them).
+    mass, bias, *_ = tree.dynamics(q, qd)
     jac, jdot_qd = _friction_terms(tree, q, qd, rows, c)
     return Dynamics(
         rows.T @ mass @ rows,
-        rows.T @ (mass @ c + tree.bias_force(q, qd)),
+        rows.T @ (mass @ c + bias),
         jac,
         jdot_qd,
         shared=state,
