@@ -386,7 +386,8 @@ def test_load_coupling_at_one_state_and_its_failure():
     # solves T = μ_d (r_p m L √(ω⁴ + α²) + ...) with α = (u − T)/(I + m L²),
     # here by brentq; one Newton step cannot converge: NaN, never a lagged
     # value.
-    from jaxfric.simulate._stick import friction_at_modes, load_coupling_at_modes
+    from jaxfric.simulate import load_coupling
+    from jaxfric.simulate._stick import friction_at_modes
 
     system, w, u = _rotor(), 2.0, 0.4
     q, qd, modes = jnp.zeros(1), jnp.array([w]), jnp.array([1])
@@ -421,9 +422,13 @@ def test_load_coupling_at_one_state_and_its_failure():
 
     alpha_big = brentq(residual_big, -1e5, 1e5, xtol=1e-15, rtol=1e-15)
     law_big = jf.JointFriction(0.5, 0.3, loads=(big,))
-    coupling = load_coupling_at_modes(system, law_big, q, qd, net, modes)
+    # The public diagnostic takes the applied torque, not the net force.
+    coupling = load_coupling(system, law_big, q, qd, jnp.array([u]), modes)
     _, acc, _ = friction_at_modes(system, law_big, q, qd, net, modes)
     np.testing.assert_allclose(acc, [alpha_big], rtol=1e-12)
+    np.testing.assert_allclose(coupling.friction, [u - inertia * alpha_big], rtol=1e-12)
+    with pytest.raises(TypeError, match="no load coupling"):
+        load_coupling(system, jf.Coulomb(1.0), q, qd, net, modes)
     assert bool(coupling.converged) and int(coupling.iterations) <= 8
     slope = alpha_big / np.hypot(w * w, alpha_big)
     gain = -0.3 * big.pin_radius * M * L / inertia * slope

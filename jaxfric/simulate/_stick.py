@@ -519,6 +519,46 @@ def stick_margin(
     return jnp.minimum(limit_pos - friction, limit_neg + friction)
 
 
+@eqx.filter_jit
+def load_coupling(
+    system: AbstractSystem,
+    law: AbstractFrictionLaw,
+    q: Coordinates,
+    qd: Vector,
+    applied: Vector,
+    modes: Int[jax.Array, " m"],
+    reference: SlipVector | None = None,
+) -> LoadCoupling:
+    """The friction–reaction coupling of a reaction-load law (e.g.
+    `jaxfric.friction.JointFriction`) at one state, solved as the switch path
+    solves it at every evaluation: ``f = F(f)``, friction → accelerations →
+    joint reactions → levels → friction, by Newton's method.
+
+    What it reports (`LoadCoupling`): the friction, whether Newton converged
+    and in how many steps, and ``|det(I − ∂F/∂f)|`` (1 where the friction
+    does not feed its own loads; near 0 where the coupling is about to lose
+    its solution, which a simulation reports as
+    ``RESULTS.load_coupling_failed``). E.g. the steps per evaluation along a
+    `Solution`: ``jax.vmap`` it over ``(sol.q, sol.qd, applied, sol.modes)``.
+
+    Args:
+        system: a system with `joint_reactions`.
+        law: a `load_dependent` law.
+        q, qd: the state.
+        applied: the generalised applied forces at that state, N or N·m (e.g.
+            ``force(t, q, qd)``).
+        modes: each element's mode (`Solution.modes`: 0 stuck, ±1 slipping
+            along ±).
+        reference: for vector elements (cylindrical, spherical), the unit
+            direction of each slipping element's slip, one entry per row;
+            default ±1 from `modes` (scalar elements).
+    """
+    dynamics = system.dynamics(q, qd)
+    return load_coupling_at_modes(
+        system, law, q, qd, applied - dynamics.bias, modes, dynamics, reference
+    )
+
+
 def _depends_on(fn, x) -> bool:
     """Whether ``fn(x)`` depends on ``x`` in its traced program (static): every
     equation fed by ``x`` counts, so a constant result (a lumped system's or a
