@@ -202,13 +202,17 @@ def lu_solve_det(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
     """`lu_solve` and `det` of ``a`` from one elimination."""
     upper, rhs, sign = _lu(a, b if b.ndim == 2 else b[:, None])
     x = upper_solve(upper, rhs)
-    return (x if b.ndim == 2 else x[:, 0]), sign * jnp.prod(jnp.diagonal(upper))
+    return (x if b.ndim == 2 else x[:, 0]), _pivot_product(upper, sign)
 
 
 def det(a: jax.Array) -> jax.Array:
     """The determinant of a square ``a``: the product of the pivots of `_lu`
     times the permutation's sign."""
     upper, _, sign = _lu(a, jnp.zeros((a.shape[0], 0), a.dtype))
+    return _pivot_product(upper, sign)
+
+
+def _pivot_product(upper: jax.Array, sign: jax.Array) -> jax.Array:
     return sign * jnp.prod(jnp.diagonal(upper))
 
 

@@ -428,7 +428,7 @@ def test_load_coupling_at_one_state_and_its_failure():
     np.testing.assert_allclose(acc, [alpha_big], rtol=1e-12)
     np.testing.assert_allclose(coupling.friction, [u - inertia * alpha_big], rtol=1e-12)
     with pytest.raises(TypeError, match="no load coupling"):
-        load_coupling(system, jf.Coulomb(1.0), q, qd, net, modes)
+        load_coupling(system, jf.Coulomb(1.0), q, qd, jnp.array([u]), modes)
     assert bool(coupling.converged) and int(coupling.iterations) <= 8
     slope = alpha_big / np.hypot(w * w, alpha_big)
     gain = -0.3 * big.pin_radius * M * L / inertia * slope

@@ -25,6 +25,7 @@ def test_solves_match_lapack(backend, monkeypatch):
             la.upper_solve(upper, b),
             la.lstsq_solve(tall, y),
             *la.lu_solve_det(a, b[:, 0]),
+            *la.lu_solve_det(a, b),
         )
 
     for n in (3, 11):  # unrolled and looped elimination
@@ -45,6 +46,8 @@ def test_solves_match_lapack(backend, monkeypatch):
             np.linalg.solve(upper, b),
             np.linalg.lstsq(tall, y, rcond=None)[0],
             np.linalg.solve(a, b[:, 0]),
+            np.linalg.det(a),
+            np.linalg.solve(a, b),
             np.linalg.det(a),
         )
         for got, ref in zip(out, expected, strict=True):

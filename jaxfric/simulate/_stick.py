@@ -538,8 +538,9 @@ def load_coupling(
     and in how many steps, and ``|det(I − ∂F/∂f)|`` (1 where the friction
     does not feed its own loads; near 0 where the coupling is about to lose
     its solution, which a simulation reports as
-    ``RESULTS.load_coupling_failed``). E.g. the steps per evaluation along a
-    `Solution`: ``jax.vmap`` it over ``(sol.q, sol.qd, applied, sol.modes)``.
+    ``RESULTS.load_coupling_failed``). E.g. the steps at every saved state
+    of a `Solution`: ``jax.vmap(lambda q, qd, tau, modes: load_coupling(system,
+    law, q, qd, tau, modes))(sol.q, sol.qd, applied, sol.modes)``.
 
     Args:
         system: a system with `joint_reactions`.
@@ -549,10 +550,17 @@ def load_coupling(
             ``force(t, q, qd)``).
         modes: each element's mode (`Solution.modes`: 0 stuck, ±1 slipping
             along ±).
-        reference: for vector elements (cylindrical, spherical), the unit
-            direction of each slipping element's slip, one entry per row;
-            default ±1 from `modes` (scalar elements).
+        reference: needed for vector elements (cylindrical, spherical joints):
+            the unit direction of each slipping element's slip, one entry per
+            row (a `Solution` does not store it: e.g. the normalised slip
+            velocity); default ±1 from `modes`, right for scalar elements.
+
+    Returns:
+        A `LoadCoupling`: the friction (N or N·m, shape ``(m,)``), the law at
+        its reactions, whether Newton converged, its steps, and ``|det(I −
+        ∂F/∂f)|``.
     """
+    system.check_vectors(q=q, qd=qd, applied=applied)
     dynamics = system.dynamics(q, qd)
     return load_coupling_at_modes(
         system, law, q, qd, applied - dynamics.bias, modes, dynamics, reference

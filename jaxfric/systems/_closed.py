@@ -448,11 +448,14 @@ class ClosedChain(AbstractSystem):
         guess this is one stage, the plain solve. Without `follow`
         (construction, on a guess not yet assembled): plain Gauss–Newton.
 
-        One `while_loop` runs the corrections of every stage and the tangent
-        is solved only at an accepted point (`lax.cond`): a simulation
-        evaluates this at many places of its program (~80 on the four-bar's
-        switch path), and a loop per stage or a tangent per iteration made it
-        compile and run markedly longer. A chord or secant predictor would be
+        One `while_loop` runs the corrections of every stage (a simulation
+        evaluates this at many places of its program, ~80 on the four-bar's
+        switch path, and a loop per stage made it compile and run markedly
+        longer). Each iteration's step and the tangent at its point come
+        from one elimination, the tangent as the extra right-hand sides
+        ``Φ_z`` (for a square ``Φ_y`` its determinant too, for the branch
+        test): the accepted iteration's tangent is the next predictor. A
+        chord or secant predictor would be
         cheaper, but its first-order error fails the "moved less than half"
         test at any stride. An iteration that has contracted by 100× or more
         stops when its quadratic model puts the step just solved 10⁴× below
@@ -473,16 +476,22 @@ class ClosedChain(AbstractSystem):
                 return lu_solve_det(jac[:, dep], rhs)
             return lstsq_solve(jac[:, dep], rhs), None
 
-        x, basis_det = solve(self._guess_jacobian, self._guess_jacobian[:, ind])
-        slope = -x @ dz if follow else jnp.zeros_like(y0)
+        if follow:
+            x, basis_det = solve(self._guess_jacobian, self._guess_jacobian[:, ind])
+            slope = -x @ dz
+        else:  # `_guess_jacobian` is not set yet: no branch to follow
+            basis_det, slope = None, jnp.zeros_like(y0)
 
         def step(jac, phi):
             """The Gauss–Newton step at ``(z, y)`` with Jacobian `jac`, the
-            tangent ``∂y/∂z·dz`` there, and whether ``det(Φ_y(q_g)ᵀ Φ_y)``
-            is positive (for a square ``Φ_y``, ``det Φ_y(q_g)·det Φ_y``): one
-            elimination for all three where ``Φ_y`` is square."""
+            tangent ``∂y/∂z·dz`` there, and (with `follow`) whether
+            ``det(Φ_y(q_g)ᵀ Φ_y)`` is positive (for a square ``Φ_y``,
+            ``det Φ_y(q_g)·det Φ_y``): one elimination for all three where
+            ``Φ_y`` is square."""
             x, det_y = solve(jac, jnp.concatenate([phi[:, None], jac[:, ind]], 1))
-            if square:
+            if not follow:
+                same_mode = None
+            elif square:
                 same_mode = basis_det * det_y > 0
             else:
                 same_mode = det(basis.T @ jac[:, dep]) > 0
