@@ -455,12 +455,12 @@ class ClosedChain(AbstractSystem):
         from one elimination, the tangent as the extra right-hand sides
         ``Φ_z`` (for a square ``Φ_y`` its determinant too, for the branch
         test): the accepted iteration's tangent is the next predictor. A
-        chord or secant predictor would be
-        cheaper, but its first-order error fails the "moved less than half"
-        test at any stride. An iteration that has contracted by 100× or more
-        stops when its quadratic model puts the step just solved 10⁴× below
-        `tol` (one residual and Jacobian fewer: 3 → 2 iterations near the
-        guess on the 3-RPS, closure still at rounding)."""
+        chord or secant predictor would be cheaper, but its first-order error
+        fails the "moved less than half" test at any stride. An iteration
+        that has contracted by 100× or more stops when its quadratic model
+        puts the step just solved 10⁴× below `tol` (one residual and
+        Jacobian fewer: 3 → 2 iterations near the guess on the 3-RPS, closure
+        still at rounding)."""
         dep = jnp.asarray(self.dependent, int)
         ind = jnp.asarray(self.independent, int)
         y0 = self.q_guess[dep]
