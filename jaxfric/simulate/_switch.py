@@ -989,8 +989,12 @@ class SwitchPath(AbstractPath):
         )
         per_step, evals_at_start = evals_per_step(solver) or (-1, 0)
         # What the segments run: events inside a step are found by `DipGuard`.
+        # A load-dependent law's evaluation holds a Newton loop (its load
+        # coupling): diffrax's stage loop, which traces it once, compiles and
+        # runs faster than the written-out stages (README, Performance).
+        unroll = system.unrolled_stages and not law.load_dependent
         stepper = DipGuard(
-            for_backend(solver, adjoint, system.unrolled_stages),
+            for_backend(solver, adjoint, unroll),
             _element_conditions,
             lambda s: s.dip_history,
         )

@@ -181,7 +181,8 @@ def for_backend(
     """The solver a simulation path runs with `adjoint`: `UnrolledERK(solver)`
     for a diffrax explicit Runge–Kutta solver with an error estimate when JAX's
     default backend is the CPU and `unroll` (the system's
-    `AbstractSystem.unrolled_stages`), else `solver` itself.
+    `AbstractSystem.unrolled_stages`, unless the law is load-dependent), else
+    `solver` itself.
 
     Either way the Runge–Kutta solver's stage loop is set here for the
     adjoint's mode (its ``scan_kind``: a checkpointed loop, reverse mode only,

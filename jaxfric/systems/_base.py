@@ -148,7 +148,9 @@ class AbstractSystem(eqx.Module):
     #: vector-field evaluation is cheap next to diffrax's stage bookkeeping
     #: (lumped systems, robots); a system whose evaluation is costly (a closed
     #: chain's closure solve) compiles and runs faster in diffrax's stage loop,
-    #: which traces the vector field once instead of once per stage.
+    #: which traces the vector field once instead of once per stage. A
+    #: load-dependent friction law (a Newton loop in every evaluation) takes
+    #: the stage loop on any system.
     unrolled_stages: ClassVar[bool] = True
 
     #: Whether the friction rows ``J(q)`` are linearly independent wherever
