@@ -450,15 +450,25 @@ def friction_energy_balance(sol, system, force=None) -> tuple[float, float]:
 def timed(fn, args, repeats):
     """``(first call s, best of `repeats` warm calls s, output)``: the first
     call compiles (and runs once)."""
-    start = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    first = time.perf_counter() - start
-    best = float("inf")
-    for _ in range(repeats):
+    return timed_alternating([(fn, args)], repeats)[0]
+
+
+def timed_alternating(calls, repeats):
+    """`timed` of several ``(fn, args)``, their warm calls taken in turn
+    (``a b a b …``), so that a slow spell of a shared machine falls on all of
+    them alike: a list of ``(first call s, best of `repeats` s, output)``."""
+    firsts, outs = [], []
+    for fn, args in calls:
         start = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - start)
-    return first, best, out
+        outs.append(jax.block_until_ready(fn(*args)))
+        firsts.append(time.perf_counter() - start)
+    bests = [float("inf")] * len(calls)
+    for _ in range(repeats):
+        for k, (fn, args) in enumerate(calls):
+            start = time.perf_counter()
+            outs[k] = jax.block_until_ready(fn(*args))
+            bests[k] = min(bests[k], time.perf_counter() - start)
+    return list(zip(firsts, bests, outs, strict=True))
 
 
 def best_time(fn, args, repeats):
