@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxfric as jf
-from jaxfric.simulate._unrolled import UnrolledERK, for_backend
+from jaxfric.simulate._unrolled import UnrolledERK, for_backend, stages_written_out
 
 
 def _vector_field(t, y, args):
@@ -111,6 +111,15 @@ def test_for_backend_wraps_explicit_rk_on_cpu_only(monkeypatch):
     assert type(for_backend(diffrax.Tsit5(), reverse, unroll=False)) is diffrax.Tsit5
     assert jf.systems.Oscillator.unrolled_stages
     assert not jf.systems.ClosedChain.unrolled_stages
+    # So do load-dependent laws (a Newton loop in every evaluation) on any
+    # system.
+    rotor = jf.systems.RigidBodyTree(
+        [-1], ["revolute"], [(0.0, 0.0, 1.0)], [(0.0, 0.0, 0.0)], mass=[1.0],
+        com=[(0.1, 0.0, 0.0)], inertia=[1e-3 * np.eye(3)],
+    )  # fmt: skip
+    assert stages_written_out(rotor, jf.Coulomb(1.0))
+    joint = jf.JointFriction(0.5, 0.3, loads=(jf.RevoluteLoad(),))
+    assert not stages_written_out(rotor, joint)
 
 
 def test_gpu_solver_path_differentiates_in_forward_mode(monkeypatch):

@@ -81,7 +81,7 @@ from ._stick import (
     stick_margin,
     stick_parts,
 )
-from ._unrolled import for_backend
+from ._unrolled import for_backend, stages_written_out
 
 #: Default relative tolerance of the step-size controller (double precision;
 #: ``100·eps`` in lower precision).
@@ -989,12 +989,8 @@ class SwitchPath(AbstractPath):
         )
         per_step, evals_at_start = evals_per_step(solver) or (-1, 0)
         # What the segments run: events inside a step are found by `DipGuard`.
-        # A load-dependent law's evaluation holds a Newton loop (its load
-        # coupling): diffrax's stage loop, which traces it once, compiles and
-        # runs faster than the written-out stages (README, Performance).
-        unroll = system.unrolled_stages and not law.load_dependent
         stepper = DipGuard(
-            for_backend(solver, adjoint, unroll),
+            for_backend(solver, adjoint, stages_written_out(system, law)),
             _element_conditions,
             lambda s: s.dip_history,
         )

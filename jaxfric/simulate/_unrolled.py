@@ -173,6 +173,16 @@ def _unrolled_step_jvp(primals, tangents):
     return _unrolled_step(*primals), tangents_out
 
 
+def stages_written_out(system, law) -> bool:
+    """Whether the switch path may write out the Runge–Kutta stages of `system`
+    under `law` (`for_backend`'s `unroll`): the system's
+    `AbstractSystem.unrolled_stages`, unless the law is load-dependent (its
+    every evaluation holds the load coupling's Newton loop: traced once in
+    diffrax's stage loop, which compiles faster and, single, runs faster;
+    README, Performance)."""
+    return system.unrolled_stages and not law.load_dependent
+
+
 def for_backend(
     solver: diffrax.AbstractSolver,
     adjoint: diffrax.AbstractAdjoint,
@@ -180,8 +190,7 @@ def for_backend(
 ) -> diffrax.AbstractSolver:
     """The solver a simulation path runs with `adjoint`: `UnrolledERK(solver)`
     for a diffrax explicit Runge–Kutta solver with an error estimate when JAX's
-    default backend is the CPU and `unroll` (the system's
-    `AbstractSystem.unrolled_stages`, unless the law is load-dependent), else
+    default backend is the CPU and `unroll` (`stages_written_out`), else
     `solver` itself.
 
     Either way the Runge–Kutta solver's stage loop is set here for the

@@ -150,7 +150,8 @@ class AbstractSystem(eqx.Module):
     #: chain's closure solve) compiles and runs faster in diffrax's stage loop,
     #: which traces the vector field once instead of once per stage. A
     #: load-dependent friction law (a Newton loop in every evaluation) takes
-    #: the stage loop on any system.
+    #: the stage loop on any system (`jaxfric.simulate`'s
+    #: `stages_written_out`; the written-out stages are for the CPU only).
     unrolled_stages: ClassVar[bool] = True
 
     #: Whether the friction rows ``J(q)`` are linearly independent wherever
