@@ -41,6 +41,9 @@ import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 
+from ..systems import AbstractSystem
+from ._law import AbstractFrictionLaw
+
 
 def _fusion_barrier(x, control):
     """`x`, through a `jax.lax.cond` that XLA does not fuse across (module doc).
@@ -173,7 +176,7 @@ def _unrolled_step_jvp(primals, tangents):
     return _unrolled_step(*primals), tangents_out
 
 
-def stages_written_out(system, law) -> bool:
+def stages_written_out(system: AbstractSystem, law: AbstractFrictionLaw) -> bool:
     """Whether the switch path may write out the Runge–Kutta stages of `system`
     under `law` (`for_backend`'s `unroll`): the system's
     `AbstractSystem.unrolled_stages`, unless the law is load-dependent (its
