@@ -735,6 +735,13 @@ def consistent_modes(
         ``(modes, consistent)``: the new modes (``int32``, shape ``(m,)``;
         elements in neither mask keep theirs) and whether they are consistent.
     """
+    # The modes are discrete: no derivative flows through their choice, so
+    # the inputs are held out of differentiation (no tangents in the loops).
+    arrays, static = eqx.partition(
+        (system, law, q, qd, net, dynamics, parts, motion), eqx.is_array
+    )
+    arrays = jax.lax.stop_gradient(arrays)
+    system, law, q, qd, net, dynamics, parts, motion = eqx.combine(arrays, static)
     modes = jnp.where(at_zero, STICK, modes).astype(jnp.int32)
     if released is None:
         released = jnp.zeros_like(at_zero)
@@ -766,15 +773,12 @@ def consistent_modes(
     if motion is not None and not _depends_on(system.friction_jacobian, q):
         motion = None
     if motion is not None:
-        # ∂J/∂q once (the candidates' motions differ, the configuration not);
-        # it only informs a discrete choice: no derivative through it.
-        frozen = jax.lax.stop_gradient((eqx.filter(system, eqx.is_array), q))
-        system_c = eqx.combine(frozen[0], system)
-        jac_q = jax.jacfwd(system_c.friction_jacobian)(frozen[1])
+        # ∂J/∂q once (the candidates' motions differ, the configuration not).
+        jac_q = jax.jacfwd(system.friction_jacobian)(q)
 
         def curvature(w):
             # J̇(q, w) w = (∂J/∂q · q̇(w)) w.
-            return jac_q @ system_c.coordinate_rate(frozen[1], w) @ w
+            return jac_q @ system.coordinate_rate(q, w) @ w
 
     def violations(modes):
         direction = jnp.where(modes >= 0, 1.0, -1.0)
@@ -797,7 +801,7 @@ def consistent_modes(
         if motion is not None:
             # Along the velocities, or from rest along the accelerations.
             moving = follows(parts.jac, stuck, motion)
-            along = jax.lax.stop_gradient(jnp.where(moving, motion, acc))
+            along = jnp.where(moving, motion, acc)
             creep = creep_directions(
                 parts.delassus, parts.jac, stuck, along, curvature(along)
             )
@@ -812,55 +816,52 @@ def consistent_modes(
         idle = at_zero & ~stuck & (direction * rate <= tol)
         return friction, excess, against, finite, idle, creep
 
-    def iterate(_, carry):
-        modes, turned = carry
-        friction, excess, against, _, _, creep = violations(modes)
-        worst = jnp.argmax(excess)
-        release = excess[worst] > 0
-        wrong = jnp.argmax(against)
-        turn = ~release & (against[wrong] > 0)
-        target = jnp.where(release, worst, wrong)
-        pushed = jnp.where(friction[worst] > 0, 1, -1)
-        new_mode = jnp.where(
-            release,
-            jnp.where(creep[worst] != 0, creep[worst], pushed),
-            jnp.where(turned[wrong] & ~released[wrong], STICK, -modes[wrong]),
-        ).astype(modes.dtype)
-        change = (release | turn) & (index == target)
-        return jnp.where(change, new_mode, modes), turned | (turn & (index == wrong))
+    steps = 3 * modes.shape[0]
 
-    def is_consistent(modes):
-        _, excess, against, finite, idle, _ = violations(modes)
-        return finite & ~jnp.any(excess > 0) & ~jnp.any(against > 0), jnp.any(idle)
+    def release_and_check(modes):
+        """The release iteration from `modes` (``3m`` steps) and the check of
+        its modes, ``(modes, consistent, idle)``: the check is one more step
+        that changes nothing, so `violations` (for a load-dependent law a load
+        coupling, Newton's loop) is compiled once here."""
 
-    def release_and_turn(modes):
-        turned = jnp.zeros_like(at_zero)
-        modes, _ = jax.lax.fori_loop(0, 3 * modes.shape[0], iterate, (modes, turned))
-        return modes
+        def iterate(i, carry):
+            modes, turned, _, _ = carry
+            friction, excess, against, finite, idle, creep = violations(modes)
+            worst = jnp.argmax(excess)
+            release = excess[worst] > 0
+            wrong = jnp.argmax(against)
+            turn = ~release & (against[wrong] > 0)
+            target = jnp.where(release, worst, wrong)
+            pushed = jnp.where(friction[worst] > 0, 1, -1)
+            new_mode = jnp.where(
+                release,
+                jnp.where(creep[worst] != 0, creep[worst], pushed),
+                jnp.where(turned[wrong] & ~released[wrong], STICK, -modes[wrong]),
+            ).astype(modes.dtype)
+            change = (release | turn) & (index == target) & (i < steps)
+            consistent = finite & ~jnp.any(excess > 0) & ~jnp.any(against > 0)
+            return (
+                jnp.where(change, new_mode, modes),
+                turned | (turn & (index == wrong) & (i < steps)),
+                consistent,
+                jnp.any(idle),
+            )
 
-    if release_first is False:
-        consistent, idle = jnp.array(False), jnp.array(True)
-    else:
-        first = jnp.asarray(release_first)
-        released_modes = release_and_turn(modes)
-        consistent, idle = is_consistent(released_modes)
-        modes = jnp.where(first, released_modes, modes)
-        consistent, idle = first & consistent, ~first | idle
+        carry = (modes, jnp.zeros_like(at_zero), jnp.array(False), jnp.array(True))
+        modes, _, consistent, idle = jax.lax.fori_loop(0, steps + 1, iterate, carry)
+        return modes, consistent, idle
 
     def complementarity(modes):
-        # The modes are discrete: no derivative is taken through this choice
-        # (and the LCP's while loop has none).
-        delassus, rate_free, rates_tol = jax.lax.stop_gradient(
-            (parts.delassus, parts.jac @ parts.acc_net + parts.jdot_qd, rate_tol)
-        )
-        lower, upper, sizes = jax.lax.stop_gradient((-limit_neg, limit_pos, scale))
+        """The modes of the LCP's breakaway cascade, from `modes` (the
+        elements outside `at_zero` keep theirs)."""
+        delassus, rates_tol = parts.delassus, rate_tol
+        rate_free = parts.jac @ parts.acc_net + parts.jdot_qd
+        lower, upper, sizes = -limit_neg, limit_pos, scale
 
         def cascade(carry):
             modes, fixed, f, _, rounds = carry
             direction = jnp.where(modes >= 0, 1.0, -1.0)
-            given = jnp.where(
-                fixed, jax.lax.stop_gradient(law0.slip_force(slip, direction)), 0.0
-            )
+            given = jnp.where(fixed, law0.slip_force(slip, direction), 0.0)
             rhs = rate_free - delassus @ given
             start = jnp.where(fixed, 0.0, f)
             f, _, _ = box_lcp(
@@ -885,21 +886,35 @@ def consistent_modes(
         start = jnp.where(at_zero, STICK, modes).astype(jnp.int32)
         zero = jnp.zeros_like(slip)
         carry = (start, ~at_zero, zero, jnp.array(False), jnp.array(0, jnp.int32))
-        chosen = release_and_turn(jax.lax.while_loop(unfinished, cascade, carry)[0])
-        ok = is_consistent(chosen)[0]
-        # Only where this member needed it (a batch runs it when one member
-        # does), and never worse than the release iteration's modes.
-        take = (~consistent | idle) & (ok | ~consistent)
-        return jnp.where(take, chosen, modes), jnp.where(take, ok, consistent)
+        return jax.lax.while_loop(unfinished, cascade, carry)[0]
 
-    # Only when some member of a batch needs it (under `vmap` a batched
-    # predicate would run it for all).
-    return jax.lax.cond(
-        eqxi.unvmap_any(~consistent | idle),
-        complementarity,
-        lambda modes: (modes, consistent),
-        modes,
-    )
+    # Two rounds of one loop, so that `release_and_check` is compiled once:
+    # round 0 the release iteration from the given modes, round 1 from the
+    # LCP's (`complementarity`), which replace round 0's only where this
+    # member needed them and never with worse ones.
+    first = jnp.asarray(release_first)
+
+    def one_round(carry):
+        k, modes, consistent, idle = carry
+        start = jax.lax.cond(k == 0, lambda m: m, complementarity, modes)
+        chosen, ok, chosen_idle = release_and_check(start)
+        needed = (~consistent | idle) & (ok | ~consistent)
+        take = jnp.where(k == 0, first, needed)
+        consistent = jnp.where(k == 0, first & ok, jnp.where(needed, ok, consistent))
+        idle = jnp.where(k == 0, ~first | chosen_idle, idle)
+        return k + 1, jnp.where(take, chosen, modes), consistent, idle
+
+    def more(carry):
+        k, _, consistent, idle = carry
+        # Round 1 only when some member of a batch needs it (under `vmap` a
+        # batched predicate would run it for all).
+        return (k == 0) | ((k == 1) & eqxi.unvmap_any(~consistent | idle))
+
+    # `release_first=False` (static): straight to the LCP.
+    k = 1 if release_first is False else 0
+    carry = (jnp.array(k), modes, jnp.array(False), jnp.array(True))
+    _, modes, consistent, _ = jax.lax.while_loop(more, one_round, carry)
+    return modes, consistent
 
 
 # Rounds of the mode choice of a load-dependent vector law at the levels of

@@ -144,7 +144,10 @@ class _EventRoot(optx.AbstractRootFinder):
     without an event: the first point is ``t_end`` itself, with value zero,
     which closes the bracket.
     Gradients do not depend on the iteration: diffrax differentiates the root
-    implicitly.
+    implicitly. The value at the bracket's lower end is taken by the first
+    step (``count = -1``), not by `init`, so that the condition (each
+    evaluation a stick solve, for a load-dependent law a load coupling) is
+    compiled at one place.
     """
 
     rtol: float
@@ -152,20 +155,26 @@ class _EventRoot(optx.AbstractRootFinder):
     norm: ClassVar[Callable] = jnp.abs
 
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
-        lower = jnp.asarray(options["lower"], f_struct.dtype)
-        upper = jnp.asarray(options["upper"], f_struct.dtype)
-        f_lower, _ = fn(lower, args)
         return _EventRootState(
-            lower=lower,
-            upper=upper,
-            f_lower=jnp.asarray(f_lower, f_struct.dtype),
+            lower=jnp.asarray(options["lower"], f_struct.dtype),
+            upper=jnp.asarray(options["upper"], f_struct.dtype),
+            f_lower=jnp.asarray(jnp.nan, f_struct.dtype),
             f_upper=jnp.asarray(-jnp.inf, f_struct.dtype),
             last=jnp.array(0),
-            count=jnp.array(0),
+            count=jnp.array(-1),
         )
 
     def step(self, fn, y, args, options, state, tags):
-        value, aux = fn(y, args)
+        first = state.count < 0
+        value, aux = fn(jnp.where(first, state.lower, y), args)
+        new_y, new_state = self._illinois(y, state, value)
+        # The first step only takes the value at the lower end.
+        start = eqx.tree_at(lambda s: (s.f_lower, s.count), state, (value, 0))
+        keep = jax.tree.map(lambda a, b: jnp.where(first, a, b), start, new_state)
+        return jnp.where(first, y, new_y), keep, aux
+
+    def _illinois(self, y, state, value):
+        """One Illinois step from the value at ``y``: ``(next y, state)``."""
         above = value > 0  # the root lies above y
         zero = value == 0
         lower = jnp.where(above | zero, y, state.lower)
@@ -191,7 +200,7 @@ class _EventRoot(optx.AbstractRootFinder):
             last=moved,
             count=state.count + 1,
         )
-        return new_y, new_state, aux
+        return new_y, new_state
 
     def terminate(self, fn, y, args, options, state, tags):
         width = jnp.abs(state.upper - state.lower)
@@ -399,7 +408,13 @@ def _event_condition(t, y, args: _Segment, **kwargs):
     ``t_start`` itself the condition is ``+1``. Events that begin and end inside
     one step are found by `DipGuard`, which rejects such steps.
     """
-    del kwargs
+    if t is kwargs.get("t0"):
+        # diffrax's first call, at the solve's start, only to compare signs
+        # with the first step's: the condition is positive there (+1 at the
+        # segment's start; a solve continued across a save time starts where
+        # the one before found no event). Not computed, so that the stick
+        # solve (a load coupling) is compiled at one place less.
+        return jnp.ones((), y[1].dtype)
     g = jnp.min(_element_conditions(t, y, args))
     elapsed = t - args.t_start
     started = elapsed > 0
@@ -537,12 +552,9 @@ def _switch(
     qd = projected
     stuck = modes == STICK
     hold = _joint_coordinates(dynamics.jac, stuck, least_norm)
-    friction, acc, _ = friction_at_modes(
-        system, law, q, qd, net, modes, dynamics=dynamics, parts=parts,
-        reference=reference,
-    )  # fmt: skip
-    ok = jnp.all(jnp.isfinite(friction)) & jnp.all(jnp.isfinite(acc))
-    ok = ok & jnp.all(jnp.isfinite(qd)) & consistent & passes
+    # `consistent` holds only where the friction and accelerations at the new
+    # modes are finite (a stick solve or load coupling that failed is not).
+    ok = jnp.all(jnp.isfinite(qd)) & consistent & passes
     return modes, qd, hold, ok, reference
 
 
