@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.extend import core as jax_core
 
 import jaxfric as jf
 from jaxfric.simulate._unrolled import UnrolledERK, for_backend, stages_written_out
@@ -120,6 +121,43 @@ def test_for_backend_wraps_explicit_rk_on_cpu_only(monkeypatch):
     assert stages_written_out(rotor, jf.Coulomb(1.0))
     joint = jf.JointFriction(0.5, 0.3, loads=(jf.RevoluteLoad(),))
     assert not stages_written_out(rotor, joint)
+
+
+def _calls(jaxpr, name: str) -> int:
+    """How many equations call the jitted function `name`, at any depth (XLA
+    inlines each: it is compiled once per call)."""
+    count = 0
+    for eqn in jaxpr.eqns:
+        count += eqn.params.get("name") == name
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                if isinstance(sub, jax_core.ClosedJaxpr):
+                    count += _calls(sub.jaxpr, name)
+                elif isinstance(sub, jax_core.Jaxpr):
+                    count += _calls(sub, name)
+    return count
+
+
+def test_the_stick_solve_is_compiled_at_few_places():
+    # The stick solve at fixed modes (`friction_at_modes`; for a load-dependent
+    # law the load coupling's Newton loop) on the switch path: the vector field
+    # (diffrax's stage loop), the event conditions (`DipGuard` at the start and
+    # per step, the event's sign test, its root find), the event's old modes,
+    # the mode choice's first levels and its loop, the saved friction. Was 15
+    # (the mode choice's loop and its check traced apart, the switch's second
+    # solve, the root finder's and diffrax's first evaluations).
+    rotor = jf.systems.RigidBodyTree(
+        [-1], ["revolute"], [(0.0, 0.0, 1.0)], [(0.0, 0.0, 0.0)], mass=[1.0],
+        com=[(0.1, 0.0, 0.0)], inertia=[1e-3 * np.eye(3)],
+    )  # fmt: skip
+    law = jf.JointFriction(0.5, 0.3, loads=(jf.RevoluteLoad(),))
+
+    def run(law):
+        return jf.simulate(
+            rotor, law, jnp.zeros(1), jnp.ones(1), 0.5, num_save=3, throw=False
+        )
+
+    assert _calls(jax.make_jaxpr(run)(law).jaxpr, "friction_at_modes") <= 9
 
 
 def test_gpu_solver_path_differentiates_in_forward_mode(monkeypatch):
