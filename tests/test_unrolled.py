@@ -143,8 +143,8 @@ def test_the_stick_solve_is_compiled_at_few_places():
     # law the load coupling's Newton loop) on the switch path: the vector field
     # (diffrax's stage loop), the event conditions (`DipGuard` at the start and
     # per step, the event's sign test, its root find), the event's old modes,
-    # the mode choice's first levels and its loop, the saved friction. Was 15
-    # (the mode choice's loop and its check traced apart, the switch's second
+    # the mode choice's loop, the saved friction. Was 15 (the mode choice's
+    # first levels, its loop and its check traced apart, the switch's second
     # solve, the root finder's and diffrax's first evaluations).
     rotor = jf.systems.RigidBodyTree(
         [-1], ["revolute"], [(0.0, 0.0, 1.0)], [(0.0, 0.0, 0.0)], mass=[1.0],
@@ -157,7 +157,8 @@ def test_the_stick_solve_is_compiled_at_few_places():
             rotor, law, jnp.zeros(1), jnp.ones(1), 0.5, num_save=3, throw=False
         )
 
-    assert _calls(jax.make_jaxpr(run)(law).jaxpr, "friction_at_modes") <= 9
+    calls = _calls(jax.make_jaxpr(run)(law).jaxpr, "friction_at_modes")
+    assert 1 <= calls <= 8
 
 
 def test_gpu_solver_path_differentiates_in_forward_mode(monkeypatch):

@@ -752,22 +752,42 @@ def consistent_modes(
     if parts is None:
         parts = stick_parts(system, q, qd, net, dynamics)
     slip = parts.jac @ qd
-    # A load-dependent law's levels change with the modes (through the
-    # accelerations): the LCP below takes them at the modes given, and every
-    # candidate is checked at its own (`violations`).
-    law0 = law
-    if law.load_dependent:
-        law0 = friction_at_modes(
-            system, law, q, qd, net, modes, dynamics=dynamics, parts=parts
-        )[2]
-    # Relative violation, so elements with different force scales compare.
-    limit_pos, limit_neg, scale = limit_scale(law0, slip)
+    ones = jnp.ones_like(slip)
+
+    def levels_of(law_at):
+        """The static limits (`limit_scale`: towards +, towards −, the force
+        scale) and the slip forces (towards +, towards −) of `law_at`."""
+        forward, backward = (
+            law_at.slip_force(slip, ones),
+            law_at.slip_force(slip, -ones),
+        )
+        return (*limit_scale(law_at, slip), forward, backward)
+
+    # The levels the LCP below and the rate tolerance take: the law's at the
+    # modes given. A load-dependent law's levels change with the modes
+    # (through the accelerations): they come from the first candidate the
+    # loop below checks, the modes given (so that its load coupling is
+    # compiled once), and every candidate is checked at its own
+    # (`violations`). Placeholders until then.
+    if not law.load_dependent:
+        levels0 = levels_of(law)
+    elif release_first is False:
+        levels0 = levels_of(
+            friction_at_modes(
+                system, law, q, qd, net, modes, dynamics=dynamics, parts=parts
+            )[2]
+        )
+    else:
+        levels0 = (jnp.zeros_like(slip),) * 5
+
+    def rate_tolerance(levels0):
+        # Slip accelerations against the slip direction smaller than this are
+        # rounding (e.g. a breakaway with static = kinetic level releases at
+        # zero acceleration; the event time is known to 1e-13 s): 1e-9 of the
+        # slip acceleration that each element's static limit alone produces.
+        return 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * levels0[2]
+
     index = jnp.arange(modes.shape[0])
-    # Slip accelerations against the slip direction smaller than this are
-    # rounding (e.g. a breakaway with static = kinetic level releases at zero
-    # acceleration; the event time is known to 1e-13 s): 1e-9 of the slip
-    # acceleration that each element's static limit alone produces.
-    rate_tol = 1e-9 * jnp.abs(jnp.diagonal(parts.delassus)) * scale
     # A constant J has no redundancy that holds at one configuration only
     # (and the check costs 2–9 % of a small program's compile time).
     if motion is not None and not _depends_on(system.friction_jacobian, q):
@@ -780,20 +800,24 @@ def consistent_modes(
             # J̇(q, w) w = (∂J/∂q · q̇(w)) w.
             return jac_q @ system.coordinate_rate(q, w) @ w
 
-    def violations(modes):
+    def violations(modes, levels0, first):
+        """What makes `modes` inconsistent, and `levels0` (replaced by the
+        levels at `modes` where `first`)."""
         direction = jnp.where(modes >= 0, 1.0, -1.0)
         stuck = modes == STICK
         if law.load_dependent:
             friction, acc, law_at = friction_at_modes(
                 system, law, q, qd, net, modes, dynamics=dynamics, parts=parts
             )
-            upper, lower, size = limit_scale(law_at, slip)
+            own = levels_of(law_at)
+            levels0 = jax.tree.map(lambda a, b: jnp.where(first, a, b), own, levels0)
+            upper, lower, size = own[:3]
         else:
             f_slip = law.slip_force(slip, direction)
             friction, acc = solve_stick(
-                system, q, qd, net, f_slip, stuck, parts, limits=scale
+                system, q, qd, net, f_slip, stuck, parts, limits=levels0[2]
             )
-            upper, lower, size = limit_pos, limit_neg, scale
+            upper, lower, size = levels0[:3]
         rate = parts.jac @ acc + parts.jdot_qd
         excess = jnp.maximum(friction - upper, -lower - friction) / size
         excess = jnp.where(stuck, excess, -jnp.inf)
@@ -807,26 +831,30 @@ def consistent_modes(
             )
             excess = jnp.where(creep != 0, jnp.inf, excess)
         # Slip acceleration against the slip direction, beyond rounding.
-        tol = rate_tol + 1e3 * jnp.finfo(rate.dtype).eps * jnp.max(jnp.abs(rate))
+        tol = rate_tolerance(levels0)
+        tol = tol + 1e3 * jnp.finfo(rate.dtype).eps * jnp.max(jnp.abs(rate))
         against = jnp.where(checked & ~stuck, -direction * rate - tol, -jnp.inf)
         finite = jnp.all(jnp.isfinite(friction)) & jnp.all(jnp.isfinite(rate))
         # Elements just at zero velocity that slip without accelerating: the
         # modes may be consistent without the most stuck elements (e.g. one of
         # two redundant elements slipping while the other holds their load).
         idle = at_zero & ~stuck & (direction * rate <= tol)
-        return friction, excess, against, finite, idle, creep
+        return friction, excess, against, finite, idle, creep, levels0
 
     steps = 3 * modes.shape[0]
 
-    def release_and_check(modes):
+    def release_and_check(modes, levels0, fresh):
         """The release iteration from `modes` (``3m`` steps) and the check of
-        its modes, ``(modes, consistent, idle)``: the check is one more step
-        that changes nothing, so `violations` (for a load-dependent law a load
-        coupling, Newton's loop) is compiled once here."""
+        its modes, ``(modes, consistent, idle, levels0)``: the check is one
+        more step that changes nothing, so `violations` (for a load-dependent
+        law a load coupling, Newton's loop) is compiled once here. Where
+        `fresh`, `levels0` are replaced by those at `modes`."""
 
         def iterate(i, carry):
-            modes, turned, _, _ = carry
-            friction, excess, against, finite, idle, creep = violations(modes)
+            modes, turned, _, _, levels0 = carry
+            friction, excess, against, finite, idle, creep, levels0 = violations(
+                modes, levels0, fresh & (i == 0)
+            )
             worst = jnp.argmax(excess)
             release = excess[worst] > 0
             wrong = jnp.argmax(against)
@@ -845,23 +873,28 @@ def consistent_modes(
                 turned | (turn & (index == wrong) & (i < steps)),
                 consistent,
                 jnp.any(idle),
+                levels0,
             )
 
-        carry = (modes, jnp.zeros_like(at_zero), jnp.array(False), jnp.array(True))
-        modes, _, consistent, idle = jax.lax.fori_loop(0, steps + 1, iterate, carry)
-        return modes, consistent, idle
+        no = jnp.array(False)
+        carry = (modes, jnp.zeros_like(at_zero), no, jnp.array(True), levels0)
+        modes, _, consistent, idle, levels0 = jax.lax.fori_loop(
+            0, steps + 1, iterate, carry
+        )
+        return modes, consistent, idle, levels0
 
-    def complementarity(modes):
+    def complementarity(modes, levels0):
         """The modes of the LCP's breakaway cascade, from `modes` (the
-        elements outside `at_zero` keep theirs)."""
-        delassus, rates_tol = parts.delassus, rate_tol
+        elements outside `at_zero` keep theirs), at the levels `levels0`."""
+        delassus, rates_tol = parts.delassus, rate_tolerance(levels0)
         rate_free = parts.jac @ parts.acc_net + parts.jdot_qd
-        lower, upper, sizes = -limit_neg, limit_pos, scale
+        limit_pos, limit_neg, sizes, slip_pos, slip_neg = levels0
+        lower, upper = -limit_neg, limit_pos
 
         def cascade(carry):
             modes, fixed, f, _, rounds = carry
             direction = jnp.where(modes >= 0, 1.0, -1.0)
-            given = jnp.where(fixed, law0.slip_force(slip, direction), 0.0)
+            given = jnp.where(fixed, jnp.where(direction > 0, slip_pos, slip_neg), 0.0)
             rhs = rate_free - delassus @ given
             start = jnp.where(fixed, 0.0, f)
             f, _, _ = box_lcp(
@@ -895,25 +928,27 @@ def consistent_modes(
     first = jnp.asarray(release_first)
 
     def one_round(carry):
-        k, modes, consistent, idle = carry
-        start = jax.lax.cond(k == 0, lambda m: m, complementarity, modes)
-        chosen, ok, chosen_idle = release_and_check(start)
+        k, modes, consistent, idle, levels0 = carry
+        start = jax.lax.cond(
+            k == 0, lambda m, _: m, complementarity, modes, levels0
+        )  # fmt: skip
+        chosen, ok, chosen_idle, levels0 = release_and_check(start, levels0, k == 0)
         needed = (~consistent | idle) & (ok | ~consistent)
         take = jnp.where(k == 0, first, needed)
         consistent = jnp.where(k == 0, first & ok, jnp.where(needed, ok, consistent))
         idle = jnp.where(k == 0, ~first | chosen_idle, idle)
-        return k + 1, jnp.where(take, chosen, modes), consistent, idle
+        return k + 1, jnp.where(take, chosen, modes), consistent, idle, levels0
 
     def more(carry):
-        k, _, consistent, idle = carry
+        k, _, consistent, idle, _ = carry
         # Round 1 only when some member of a batch needs it (under `vmap` a
         # batched predicate would run it for all).
         return (k == 0) | ((k == 1) & eqxi.unvmap_any(~consistent | idle))
 
     # `release_first=False` (static): straight to the LCP.
     k = 1 if release_first is False else 0
-    carry = (jnp.array(k), modes, jnp.array(False), jnp.array(True))
-    _, modes, consistent, _ = jax.lax.while_loop(more, one_round, carry)
+    carry = (jnp.array(k), modes, jnp.array(False), jnp.array(True), levels0)
+    _, modes, consistent, _, _ = jax.lax.while_loop(more, one_round, carry)
     return modes, consistent
 
 

@@ -409,11 +409,10 @@ def _event_condition(t, y, args: _Segment, **kwargs):
     one step are found by `DipGuard`, which rejects such steps.
     """
     if t is kwargs.get("t0"):
-        # diffrax's first call, at the solve's start, only to compare signs
-        # with the first step's: the condition is positive there (+1 at the
-        # segment's start; a solve continued across a save time starts where
-        # the one before found no event). Not computed, so that the stick
-        # solve (a load coupling) is compiled at one place less.
+        # diffrax's first call, at the solve's start (`args.t_start`, for a
+        # solve continued across a save time too), where the condition is +1:
+        # returned without the stick solve (a load coupling), which is then
+        # compiled at one place less.
         return jnp.ones((), y[1].dtype)
     g = jnp.min(_element_conditions(t, y, args))
     elapsed = t - args.t_start
@@ -553,7 +552,8 @@ def _switch(
     stuck = modes == STICK
     hold = _joint_coordinates(dynamics.jac, stuck, least_norm)
     # `consistent` holds only where the friction and accelerations at the new
-    # modes are finite (a stick solve or load coupling that failed is not).
+    # modes are finite (a stick solve or load coupling that failed is not), at
+    # the velocities before the projection (which moves them by rounding).
     ok = jnp.all(jnp.isfinite(qd)) & consistent & passes
     return modes, qd, hold, ok, reference
 
