@@ -756,7 +756,8 @@ def consistent_modes(
 
     def levels_of(law_at):
         """The static limits (`limit_scale`: towards +, towards −, the force
-        scale) and the slip forces (towards +, towards −) of `law_at`."""
+        scale) and the slip forces (towards +, towards −) of `law_at`: per
+        element, as scalar elements' are."""
         forward, backward = (
             law_at.slip_force(slip, ones),
             law_at.slip_force(slip, -ones),
@@ -765,20 +766,26 @@ def consistent_modes(
 
     # The levels the LCP below and the rate tolerance take: the law's at the
     # modes given. A load-dependent law's levels change with the modes
-    # (through the accelerations): they come from the first candidate the
-    # loop below checks, the modes given (so that its load coupling is
-    # compiled once), and every candidate is checked at its own
-    # (`violations`). Placeholders until then.
-    if not law.load_dependent:
-        levels0 = levels_of(law)
-    elif release_first is False:
-        levels0 = levels_of(
+    # (through the accelerations), and every candidate is checked at its own
+    # (`violations`); the modes given are the first candidate the loop below
+    # checks, so their levels come from that check (its load coupling is then
+    # compiled once), placeholders of their shapes and types until then. With
+    # `release_first=False` that loop starts from the LCP's modes: solved here.
+    def levels_at_modes():
+        return levels_of(
             friction_at_modes(
                 system, law, q, qd, net, modes, dynamics=dynamics, parts=parts
             )[2]
         )
+
+    if not law.load_dependent:
+        levels0 = levels_of(law)
+    elif release_first is False:
+        levels0 = levels_at_modes()
     else:
-        levels0 = (jnp.zeros_like(slip),) * 5
+        levels0 = jax.tree.map(
+            lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(levels_at_modes)
+        )
 
     def rate_tolerance(levels0):
         # Slip accelerations against the slip direction smaller than this are
@@ -819,6 +826,7 @@ def consistent_modes(
             )
             upper, lower, size = levels0[:3]
         rate = parts.jac @ acc + parts.jdot_qd
+        # Relative violation, so elements with different force scales compare.
         excess = jnp.maximum(friction - upper, -lower - friction) / size
         excess = jnp.where(stuck, excess, -jnp.inf)
         creep = jnp.zeros_like(modes)
