@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _joint_rotor import _rotor
 from jax.extend import core as jax_core
 
 import jaxfric as jf
@@ -114,10 +115,7 @@ def test_for_backend_wraps_explicit_rk_on_cpu_only(monkeypatch):
     assert not jf.systems.ClosedChain.unrolled_stages
     # So do load-dependent laws (a Newton loop in every evaluation) on any
     # system.
-    rotor = jf.systems.RigidBodyTree(
-        [-1], ["revolute"], [(0.0, 0.0, 1.0)], [(0.0, 0.0, 0.0)], mass=[1.0],
-        com=[(0.1, 0.0, 0.0)], inertia=[1e-3 * np.eye(3)],
-    )  # fmt: skip
+    rotor = _rotor()
     assert stages_written_out(rotor, jf.Coulomb(1.0))
     joint = jf.JointFriction(0.5, 0.3, loads=(jf.RevoluteLoad(),))
     assert not stages_written_out(rotor, joint)
@@ -146,10 +144,7 @@ def test_the_stick_solve_is_compiled_at_few_places():
     # the mode choice's loop, the saved friction. Was 15 (the mode choice's
     # first levels, its loop and its check traced apart, the switch's second
     # solve, the root finder's and diffrax's first evaluations).
-    rotor = jf.systems.RigidBodyTree(
-        [-1], ["revolute"], [(0.0, 0.0, 1.0)], [(0.0, 0.0, 0.0)], mass=[1.0],
-        com=[(0.1, 0.0, 0.0)], inertia=[1e-3 * np.eye(3)],
-    )  # fmt: skip
+    rotor = _rotor()
     law = jf.JointFriction(0.5, 0.3, loads=(jf.RevoluteLoad(),))
 
     def run(law):

@@ -807,9 +807,9 @@ def consistent_modes(
             # J̇(q, w) w = (∂J/∂q · q̇(w)) w.
             return jac_q @ system.coordinate_rate(q, w) @ w
 
-    def violations(modes, levels0, first):
+    def violations(modes, levels0, fresh):
         """What makes `modes` inconsistent, and `levels0` (replaced by the
-        levels at `modes` where `first`)."""
+        levels at `modes` where `fresh`)."""
         direction = jnp.where(modes >= 0, 1.0, -1.0)
         stuck = modes == STICK
         if law.load_dependent:
@@ -817,7 +817,7 @@ def consistent_modes(
                 system, law, q, qd, net, modes, dynamics=dynamics, parts=parts
             )
             own = levels_of(law_at)
-            levels0 = jax.tree.map(lambda a, b: jnp.where(first, a, b), own, levels0)
+            levels0 = jax.tree.map(lambda a, b: jnp.where(fresh, a, b), own, levels0)
             upper, lower, size = own[:3]
         else:
             f_slip = law.slip_force(slip, direction)
@@ -884,8 +884,8 @@ def consistent_modes(
                 levels0,
             )
 
-        no = jnp.array(False)
-        carry = (modes, jnp.zeros_like(at_zero), no, jnp.array(True), levels0)
+        none = jnp.zeros_like(at_zero)
+        carry = (modes, none, jnp.array(False), jnp.array(True), levels0)
         modes, _, consistent, idle, levels0 = jax.lax.fori_loop(
             0, steps + 1, iterate, carry
         )
