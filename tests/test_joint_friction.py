@@ -435,8 +435,8 @@ def test_load_coupling_at_one_state_and_its_failure():
     assert 0.9 < gain < 1.0
     np.testing.assert_allclose(coupling.regularity, 1 - gain, rtol=1e-9)
 
-    # Reverse mode (`jax.grad`: optimistix's implicit adjoint of the fixed
-    # point, transposed) against the implicit function theorem on the scalar
+    # Reverse mode (`jax.grad`: the load coupling's implicit derivative,
+    # transposed) against the implicit function theorem on the scalar
     # residual R(α; μ_s, μ_d, u) = 0: dα/dp = −(∂R/∂p)/(∂R/∂α). Forward mode
     # through whole simulations is checked against central differences above.
     def acceleration(p):
