@@ -47,6 +47,7 @@ from _common import (
 
 enable_float64()
 
+import diffrax  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
@@ -235,7 +236,48 @@ def spin_case(settings):
     ]  # fmt: skip
     print(f"\nspin: stop {stop:.9f} s, breakaway {brk:.9f} s (closed form)")
     print_table(rows, columns)
+    claims.append(spin_derivatives(system, load, force, ball, spin))
     return rows, claims, curves
+
+
+def spin_derivatives(system, load, force, ball, spin):
+    """The claim that the derivatives of case (a)'s stop and breakaway times
+    with respect to ``(μ_s, μ_d, ω0)``, forward mode through the exact path,
+    match central differences of the closed form (`spin_closed_form`)."""
+    axis = jnp.asarray(spin["axis"], float) / np.linalg.norm(spin["axis"])
+
+    def events(p):
+        law = jf.JointFriction(p[0], p[1], (load,))
+        sol = jf.simulate(
+            system, law, jnp.zeros(3), p[2] * axis, spin["t1"], force=force,
+            adjoint=diffrax.ForwardMode(), throw=False,
+        )  # fmt: skip
+        return sol.event_times[:2]
+
+    def closed_form(p):
+        stop, brk, _, _ = spin_closed_form(
+            dict(ball, mu_static=p[0], mu_dynamic=p[1]), dict(spin, omega0=p[2]),
+            np.zeros(1),
+        )  # fmt: skip
+        return np.array([stop, brk])
+
+    p0 = np.array([ball["mu_static"], ball["mu_dynamic"], spin["omega0"]])
+    jac = np.asarray(jax.jit(jax.jacfwd(events))(jnp.asarray(p0)))
+    steps = 1e-6 * np.abs(p0) * np.eye(3)
+    fd = np.stack(
+        [(closed_form(p0 + h) - closed_form(p0 - h)) / (2 * h.sum()) for h in steps],
+        axis=1,
+    )
+    err = float(np.max(np.abs(jac - fd)) / np.max(np.abs(fd)))
+    print(f"∂(stop, breakaway)/∂(μ_s, μ_d, ω0): jacfwd {jac.tolist()}")
+    print(f"  central differences of the closed form {fd.tolist()}")
+    return claim(
+        err <= spin["derivative_rtol"],
+        f"spin, exact: derivatives of the stop and breakaway times (jacfwd through "
+        f"the switch path) {err:.1e} from central differences of the closed form "
+        f"(relative to the largest; <= {spin['derivative_rtol']:g})",
+        derivative_error=err,
+    )
 
 
 def pendulum_case(settings):

@@ -448,23 +448,21 @@ def _ball_law(mu_s, mu_d):
 
 @jax.jit
 def _ball_run(params, system, torque):
-    """``(∂ends/∂params, (ends, solution))`` for ``params = (μ_s, μ_d, ball
-    spin ω0 about n, rotor ω0)`` (rad/s), ``ends`` the first three event times
-    and the ball's spin about n at t1. One compiled program serves every ball
-    simulation below (systems and torques are arguments)."""
-
-    def ends(p):
-        law = _ball_law(p[0], p[1])
-        qd0 = jnp.append(p[2] * jnp.asarray(BALL_AXIS), p[3])
-        sol = jf.simulate(
-            system, law, jnp.zeros(4), qd0, _BALL_T1, ts=_BALL_TS, force=torque,
-            adjoint=diffrax.ForwardMode(), throw=False,
-        )  # fmt: skip
-        spin = (_gimbal_axes(sol.q[-1, :3]) @ sol.qd[-1, :3]) @ BALL_AXIS
-        value = jnp.append(sol.event_times[:3], spin)
-        return value, (value, sol)
-
-    return jax.jacfwd(ends, has_aux=True)(params)
+    """``(ends, solution)`` for ``params = (μ_s, μ_d, ball spin ω0 about n,
+    rotor ω0)`` (rad/s), ``ends`` the first three event times and the ball's
+    spin about n at t1. One compiled program serves every ball simulation
+    below (systems and torques are arguments). Forward values only: the
+    derivatives of the ball's stop and breakaway through the exact path are
+    checked against the closed form by `experiments/ball_joint.py` (a
+    `jacfwd` of this program took 80 s of the suite's time to compile)."""
+    law = _ball_law(params[0], params[1])
+    qd0 = jnp.append(params[2] * jnp.asarray(BALL_AXIS), params[3])
+    sol = jf.simulate(
+        system, law, jnp.zeros(4), qd0, _BALL_T1, ts=_BALL_TS, force=torque,
+        throw=False,
+    )  # fmt: skip
+    spin = (_gimbal_axes(sol.q[-1, :3]) @ sol.qd[-1, :3]) @ BALL_AXIS
+    return jnp.append(sol.event_times[:3], spin), sol
 
 
 def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
@@ -472,12 +470,12 @@ def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
     # the exact law stops it, holds it at rest (ω = 0.0 exactly, fixed
     # orientation), then turns it back; beside it in the same JointFriction
     # the rotor spun at 10 rad/s stops at I w0/(μ_d (r_n m g + T_pre/μ_s)).
-    # The switch path's events and derivatives against the closed forms.
+    # The switch path's events against the closed forms.
     system = _ball_and_rotor(BALL_I * np.eye(3))
     assert _ball_law(0.5, 0.4).rows_per_element == (1, 3)
     params = jnp.array([0.5, 0.4, 8.0, 10.0])
     torque = _BallTorque(jnp.zeros(3), jnp.asarray(0.2))
-    jac, (value, sol) = _ball_run(params, system, torque)
+    value, sol = _ball_run(params, system, torque)
     assert sol.result == jf.RESULTS.successful
 
     def closed_form(p):
@@ -490,9 +488,6 @@ def test_ball_joint_stops_holds_and_breaks_away_as_the_closed_form():
     expected = closed_form(params)
     np.testing.assert_allclose(value[:3], expected[:3], rtol=0, atol=_EVENT_TOL)
     np.testing.assert_allclose(value[3], expected[3], rtol=_TRAJECTORY_TOL)
-    np.testing.assert_allclose(
-        jac, jax.jacfwd(closed_form)(params), rtol=1e-7, atol=1e-9
-    )
     rotor_stop, stop, breakaway = (float(x) for x in expected[:3])
     rotor_held = np.asarray(_BALL_TS) > rotor_stop
     assert np.all(np.asarray(sol.qd)[rotor_held, 3] == 0.0)
@@ -576,7 +571,7 @@ def test_ball_joint_turning_as_it_slows_stops_and_holds():
     system = _ball_and_rotor(np.diag([0.05, 0.06, 0.012]))
     torque = 0.08 * jnp.array([1.0, -1.0, 0.5]) / 1.5
     params = jnp.array([0.5, 0.4, 2.0, 0.0])
-    _, (_, sol) = _ball_run(params, system, _BallTorque(torque, jnp.asarray(0.0)))
+    _, sol = _ball_run(params, system, _BallTorque(torque, jnp.asarray(0.0)))
     assert sol.result == jf.RESULTS.successful
     events = np.asarray(sol.event_times)
     stop = events[np.isfinite(events)][-1]
