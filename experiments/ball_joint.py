@@ -263,7 +263,7 @@ def spin_derivatives(system, load, force, ball, spin):
 
     p0 = np.array([ball["mu_static"], ball["mu_dynamic"], spin["omega0"]])
     jac = np.asarray(jax.jit(jax.jacfwd(events))(jnp.asarray(p0)))
-    steps = 1e-6 * np.abs(p0) * np.eye(3)
+    steps = 1e-6 * np.maximum(np.abs(p0), 1.0) * np.eye(3)
     fd = np.stack(
         [(closed_form(p0 + h) - closed_form(p0 - h)) / (2 * h.sum()) for h in steps],
         axis=1,

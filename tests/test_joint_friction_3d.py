@@ -454,7 +454,8 @@ def _ball_run(params, system, torque):
     below (systems and torques are arguments). Forward values only: the
     derivatives of the ball's stop and breakaway through the exact path are
     checked against the closed form by `experiments/ball_joint.py` (a
-    `jacfwd` of this program took 80 s of the suite's time to compile)."""
+    `jacfwd` of this program took about 80 s to trace and compile alone, and
+    the test 142 s of a worker in the suite)."""
     law = _ball_law(params[0], params[1])
     qd0 = jnp.append(params[2] * jnp.asarray(BALL_AXIS), params[3])
     sol = jf.simulate(

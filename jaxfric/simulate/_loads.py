@@ -32,7 +32,8 @@ class LoadCoupling(NamedTuple):
             friction does not feed its own loads, 0 where the coupling's gain
             reaches one (``1 − gain`` for one element; unchanged by the rows'
             units, a similarity scaling); 0 where not converged; NaN unless
-            asked for (`solve_load_coupling`'s `regularity`).
+            asked for (`solve_load_coupling`'s `regularity`). A diagnostic:
+            not differentiated.
     """
 
     friction: SlipVector
@@ -120,8 +121,9 @@ def solve_load_coupling(
     # The iteration's inputs (the arrays `excess` closes over) are held out
     # of differentiation, and `_at_root` gives its solution the implicit
     # function's derivative. optimistix's implicit adjoint of the Newton map
-    # traced the derivatives of the Newton step's own Jacobian as well: the
-    # ball-joint test's `jacfwd` program had 170.7k equations, now 141k.
+    # traced the derivatives of the Newton step's own Jacobian as well: a
+    # ball-and-rotor `jacfwd` program (the ball-joint test's until 2026-11-29)
+    # had 170.7k equations, now 141k.
     converted = eqx.filter_closure_convert(excess, like)
     held = jtu.tree_map(
         lambda x: jax.lax.stop_gradient(x) if eqx.is_array(x) else x, converted
@@ -171,7 +173,7 @@ def _residual(excess, friction):
 @eqx.filter_custom_jvp
 def _at_root(root, excess):
     """`root`, a zero of ``excess(f)`` (a closure-converted function: its
-    inputs are its arrays), with the derivative of the implicit function,
+    inputs are the arrays it closes over), with the derivative of the implicit function,
     ``ḟ = −A⁻¹ (∂r/∂inputs) inputs_dot``, ``A = ∂r/∂f`` at the root; the
     iteration that found it is not differentiated."""
     del excess
@@ -182,6 +184,9 @@ def _at_root(root, excess):
 def _at_root_jvp(primals, tangents):
     root, excess = primals
     _, excess_dot = tangents
+    # Under an outer derivative (second derivatives) the root moves with the
+    # inputs too: through `_at_root` again, as `optimistix`'s implicit JVP.
+    root = _at_root(root, excess)
     _, r_dot = eqx.filter_jvp(lambda e: e(root), (excess,), (excess_dot,))
     _, jac = _residual(excess, root)
     return root, -lu_solve(jac, r_dot)
