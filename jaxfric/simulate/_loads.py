@@ -188,5 +188,7 @@ def _at_root_jvp(primals, tangents):
     # inputs too: through `_at_root` again, as `optimistix`'s implicit JVP.
     root = _at_root(root, excess)
     _, r_dot = eqx.filter_jvp(lambda e: e(root), (excess,), (excess_dot,))
+    if r_dot is None:  # none of its inputs has a tangent
+        return root, jnp.zeros_like(root)
     _, jac = _residual(excess, root)
     return root, -lu_solve(jac, r_dot)
