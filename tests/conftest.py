@@ -7,20 +7,22 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
 # The modules that keep a worker longest (seconds of one worker, measured with
-# `--durations=0` on the 2-core machine, 2026-11-28: 347, 280, 165, 154, 153,
-# 109, 100, 84), in that order. xdist's loadscope hands out whole modules in
-# collection order (`--no-loadscope-reorder`, pyproject.toml), so these go
-# first: a long module handed out last kept one worker busy while the other
-# idled (1090 s for 2033 s of work; the half is 1016 s).
+# `--durations=0` on the 2-core machine, 2026-11-29: 232, 151, 137, 118, 115,
+# 113, 97, 93, 82; 1661 s in all), in that order. xdist's loadscope hands out
+# whole modules in collection order (`--no-loadscope-reorder`,
+# pyproject.toml), so these go first: a long module handed out last kept one
+# worker busy while the other idled (1090 s for 2033 s of work on 2026-11-28;
+# the half is 1016 s).
 _LONGEST_FIRST = (
-    "test_joint_friction_3d.py",
     "test_free_bodies.py",
-    "test_joint_friction.py",
+    "test_joint_friction_3d.py",
     "test_switch.py",
     "test_closed_chain.py",
-    "test_modes.py",
-    "test_optimize.py",
     "test_unrolled.py",
+    "test_optimize.py",
+    "test_joint_friction.py",
+    "test_modes.py",
+    "test_failures.py",
 )
 
 
