@@ -173,9 +173,9 @@ def _residual(excess, friction):
 @eqx.filter_custom_jvp
 def _at_root(root, excess):
     """`root`, a zero of ``excess(f)`` (a closure-converted function: its
-    inputs are the arrays it closes over), with the derivative of the implicit function,
-    ``ḟ = −A⁻¹ (∂r/∂inputs) inputs_dot``, ``A = ∂r/∂f`` at the root; the
-    iteration that found it is not differentiated."""
+    inputs are the arrays it closes over), with the derivative of the
+    implicit function, ``ḟ = −A⁻¹ (∂r/∂inputs) inputs_dot``, ``A = ∂r/∂f``
+    at the root; the iteration that found it is not differentiated."""
     del excess
     return root
 
