@@ -124,16 +124,11 @@ def test_for_backend_wraps_explicit_rk_on_cpu_only(monkeypatch):
 def _calls(jaxpr, name: str) -> int:
     """How many equations call the jitted function `name`, at any depth (XLA
     inlines each: it is compiled once per call)."""
-    count = 0
-    for eqn in jaxpr.eqns:
-        count += eqn.params.get("name") == name
-        for param in eqn.params.values():
-            for sub in param if isinstance(param, (tuple, list)) else (param,):
-                if isinstance(sub, jax_core.ClosedJaxpr):
-                    count += _calls(sub.jaxpr, name)
-                elif isinstance(sub, jax_core.Jaxpr):
-                    count += _calls(sub, name)
-    return count
+    return sum(
+        (eqn.params.get("name") == name)
+        + sum(_calls(sub, name) for sub in jax_core.jaxprs_in_params(eqn.params))
+        for eqn in jaxpr.eqns
+    )
 
 
 def test_the_stick_solve_is_compiled_at_few_places():
