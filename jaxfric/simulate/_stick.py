@@ -1209,24 +1209,35 @@ def isotropic_modes(
         modes = modes.astype(initial.dtype)
         return modes, directions(modes, reference)
 
-    def coupled(modes, reference, split=False):
+    def coupled(modes, reference):
         return friction_at_modes(
-            system, law, q, qd, net, modes, split, dynamics, parts,
+            system, law, q, qd, net, modes, True, dynamics, parts,
             reference=reference, slip=slip,
         )  # fmt: skip
 
     if law.load_dependent:
+        # Choice i at the levels of choice i − 1's friction; the last round
+        # only computes the friction the check takes (one traced copy of the
+        # coupled solve, at the split the segments use: `friction_at_modes`).
+        def again(i, carry):
+            modes, reference, _ = carry
+            at_modes = coupled(modes, reference)
+            modes, reference = jax.lax.cond(
+                i < _COUPLED_CHOICES,
+                lambda: choose(at_modes[2], initial, reference),
+                lambda: (modes, reference),
+            )
+            return modes, reference, at_modes
 
-        def again(_, carry):
-            return choose(coupled(*carry)[2], initial, carry[1])
-
-        modes, reference = jax.lax.fori_loop(
-            0, _COUPLED_CHOICES, again, (initial, reference)
+        shapes = eqx.filter_eval_shape(coupled, initial, reference)
+        nothing = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+        modes, reference, (friction, acc, law_at) = jax.lax.fori_loop(
+            0, _COUPLED_CHOICES + 1, again, (initial, reference, nothing)
         )
     else:
         modes, reference = choose(law.at_state(system, q, qd), initial, reference)
-    # Checked at the split the segments use (`friction_at_modes`).
-    friction, acc, law_at = coupled(modes, reference, split=True)
+        # Checked at the split the segments use (`friction_at_modes`).
+        friction, acc, law_at = coupled(modes, reference)
     rate = parts.jac @ acc + parts.jdot_qd
     stuck = modes == STICK
     limit, _, tol = levels(law_at)
