@@ -722,10 +722,38 @@ def test_independent_friction_rows_are_declared_only_where_they_are():
             q = jnp.asarray(rng.uniform(-1.0, 1.0, system.n_dof))
             jac = np.asarray(system.friction_jacobian(q))
             assert np.linalg.matrix_rank(jac) == system.n_friction
-    box = jf.systems.FreeBodies(
-        [1.0], [[0.1, 0.1, 0.1]], contact=jf.systems.PlaneContact(0.1, 1e5, 10.0)
+    # Free bodies on one point contact each (spheres), with one penalty
+    # joint between them: declared, full rank at random attitudes.
+    contact = jf.systems.PlaneContact(0.1, 1e5, 10.0)
+    joint = jf.systems.PenaltyJoint(0, 1, np.zeros(3), np.zeros(3), [0, 0, 1],
+                                    [0, 0, 1], 1e4, 1.0, 1e2, 0.1)  # fmt: skip
+    spheres = jf.systems.FreeBodies(
+        [1.0, 2.0], [[0.1, 0.1, 0.1]] * 2, contact=contact, joints=[joint]
     )
+    assert spheres.independent_friction_rows
+    for _ in range(5):
+        q = rng.uniform(-1.0, 1.0, (2, 7))
+        q[:, 3:] /= np.linalg.norm(q[:, 3:], axis=1, keepdims=True)
+        jac = np.asarray(spheres.friction_jacobian(jnp.asarray(q.reshape(-1))))
+        assert np.linalg.matrix_rank(jac) == spheres.n_friction == 5
+    # A box on its corners (eight rows on six velocities), or on them as a
+    # patch, whose spin row vanishes with one corner loaded: not declared.
+    corners = [[x, y, -0.05] for x in (-0.1, 0.1) for y in (-0.05, 0.05)]
+    box = jf.systems.FreeBodies(
+        [1.0], [[0.1, 0.1, 0.1]],
+        contact=jf.systems.PlaneContact(0.0, 1e5, 10.0, centres=corners),
+    )  # fmt: skip
+    patch = jf.systems.FreeBodies(
+        [1.0], [[0.1, 0.1, 0.1]],
+        contact=jf.systems.PlaneContact(0.0, 1e5, 10.0, centres=corners, patch=True),
+    )  # fmt: skip
     assert not box.independent_friction_rows
+    assert not patch.independent_friction_rows
+    # Tilted 10° about (1, −1, 0): one corner 7.7 mm deep, the others above.
+    half, axis = np.radians(5.0), np.array([1.0, -1.0, 0.0]) / np.sqrt(2)
+    q = jnp.asarray(np.r_[0.0, 0.0, 0.06, np.cos(half), np.sin(half) * axis])
+    assert np.linalg.matrix_rank(np.asarray(box.friction_jacobian(q))) == 5
+    assert np.linalg.matrix_rank(np.asarray(patch.friction_jacobian(q))) == 2
     assert not ball.independent_friction_rows
     lock = jnp.array([0.0, np.pi / 2, 0.0])
     assert np.linalg.matrix_rank(np.asarray(ball.friction_jacobian(lock))) == 2

@@ -409,6 +409,19 @@ class FreeBodies(AbstractSystem):
         return self._n_contact_rows + len(self.joints)
 
     @property
+    def independent_friction_rows(self) -> bool:  # pyright: ignore[reportIncompatibleVariableOverride]
+        """True with one point contact per body (a sphere each: its two rows
+        alone carry the body's ``v_x``, ``v_y``, so no combination of rows
+        vanishes) and at most one `PenaltyJoint` (its row has no linear
+        velocity). Not for several contacts per body (a box's corners: eight
+        rows on six velocities) or a patch, whose spin row vanishes on one
+        loaded contact."""
+        one_point = self.contact is None or (
+            not self.contact.patch and self.contact.points_per_body == 1
+        )
+        return one_point and len(self.joints) <= 1
+
+    @property
     def _n_contact_rows(self) -> int:
         if self.contact is None:
             return 0
