@@ -550,6 +550,14 @@ def test_penalty_joints_conserve_energy_and_their_rows_are_consistent():
             2, 0, (0, 0, 0), (0, 0, 0), axis, axis, K, 0, KR, 0),))  # fmt: skip
     with pytest.raises(ValueError, match="joint stiffness"):
         jf.systems.PenaltyJoint(-1, 0, (0, 0, 0), (0, 0, 0), axis, axis, -K, 0, KR, 0)
+    with pytest.raises(ValueError, match=r"joint parent_axis norm.*\[0\.999999"):
+        jf.systems.PenaltyJoint(
+            -1, 0, (0, 0, 0), (0, 0, 0), (0, 0, 0), axis, K, 0, KR, 0
+        )
+    with pytest.raises(ValueError, match="joint child_axis norm"):
+        jf.systems.PenaltyJoint(
+            -1, 0, (0, 0, 0), (0, 0, 0), axis, (0, 2, 0), K, 0, KR, 0
+        )
 
 
 def test_box_on_its_corners_conserves_energy_and_holds_on_an_incline():

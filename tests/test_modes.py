@@ -736,8 +736,9 @@ def test_independent_friction_rows_are_declared_only_where_they_are():
         q[:, 3:] /= np.linalg.norm(q[:, 3:], axis=1, keepdims=True)
         jac = np.asarray(spheres.friction_jacobian(jnp.asarray(q.reshape(-1))))
         assert np.linalg.matrix_rank(jac) == spheres.n_friction == 5
-    # A box on its corners (eight rows on six velocities), or on them as a
-    # patch, whose spin row vanishes with one corner loaded: not declared.
+    # A box on its corners (eight rows, none with v_z: rank at most 5), or
+    # on them as a patch, whose spin row vanishes with one corner loaded:
+    # not declared.
     corners = [[x, y, -0.05] for x in (-0.1, 0.1) for y in (-0.05, 0.05)]
     box = jf.systems.FreeBodies(
         [1.0], [[0.1, 0.1, 0.1]],
@@ -749,7 +750,8 @@ def test_independent_friction_rows_are_declared_only_where_they_are():
     )  # fmt: skip
     assert not box.independent_friction_rows
     assert not patch.independent_friction_rows
-    # Tilted 10° about (1, −1, 0): one corner 7.7 mm deep, the others above.
+    # Tilted 10° about (1, −1, 0): one corner 7.7 mm deep, the others above
+    # (the depth matters to the patch only: r = 0).
     half, axis = np.radians(5.0), np.array([1.0, -1.0, 0.0]) / np.sqrt(2)
     q = jnp.asarray(np.r_[0.0, 0.0, 0.06, np.cos(half), np.sin(half) * axis])
     assert np.linalg.matrix_rank(np.asarray(box.friction_jacobian(q))) == 5

@@ -1057,7 +1057,9 @@ def isotropic_modes(
     is not differentiated). A `load_dependent` law
     (`jaxfric.friction.JointFriction` on a cylindrical or ball joint) takes
     its levels at the reactions of the last choice's friction
-    (`friction_at_modes`, which solves the load coupling), and the choice is
+    (`friction_at_modes`, which solves the load coupling; redundant stuck
+    elements at the least-norm split, as in the check and the event
+    conditions, `split`; before 2026-11-29 any split), and the choice is
     made again at them, `_COUPLED_CHOICES` times: the levels change by about
     ``μ·r/ℓ`` per round (where they have not settled the check fails and the
     run ends with ``RESULTS.stick_solve_failed``). The result is checked,
@@ -1218,7 +1220,8 @@ def isotropic_modes(
     if law.load_dependent:
         # Choice i at the levels of choice i − 1's friction; the last round
         # only computes the friction the check takes (one traced copy of the
-        # coupled solve, at the split the segments use: `friction_at_modes`).
+        # coupled solve, at the split of the segments' event conditions,
+        # `_switch._element_conditions`).
         def again(i, carry):
             modes, reference, _ = carry
             at_modes = coupled(modes, reference)
@@ -1236,7 +1239,7 @@ def isotropic_modes(
         )
     else:
         modes, reference = choose(law.at_state(system, q, qd), initial, reference)
-        # Checked at the split the segments use (`friction_at_modes`).
+        # Checked at the split of the segments' event conditions.
         friction, acc, law_at = coupled(modes, reference)
     rate = parts.jac @ acc + parts.jdot_qd
     stuck = modes == STICK

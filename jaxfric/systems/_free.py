@@ -165,6 +165,11 @@ class PlaneContact(eqx.Module):
         return 3 if self.patch else 2 * self.points_per_body
 
 
+# How far from 1 the norm of a `PenaltyJoint` axis may be (float32 rounding of
+# a normalised vector is ~1e-7).
+_AXIS_TOL = 1e-6
+
+
 class PenaltyJoint(eqx.Module):
     """A revolute joint between two bodies of `FreeBodies` (or a body and the
     world) as a stiff spring-damper, Kikuuwe & Yamamoto 2008, Sec. IV-C: forces
@@ -184,8 +189,10 @@ class PenaltyJoint(eqx.Module):
         parent_point: the articulation point in the parent's frame, m (the
             world frame for the world).
         child_point: the articulation point in the child's frame, m.
-        parent_axis: the joint axis in the parent's frame (unit).
-        child_axis: the joint axis in the child's frame (unit).
+        parent_axis: the joint axis in the parent's frame (unit: its norm
+            within 1e-6 of 1).
+        child_axis: the joint axis in the child's frame (unit, as
+            `parent_axis`).
         stiffness: ``K``, N/m, ``> 0``.
         damping: ``B``, N·s/m, ``>= 0``.
         angular_stiffness: ``K_r``, N·m/rad, ``> 0``.
@@ -210,7 +217,18 @@ class PenaltyJoint(eqx.Module):
         raise_if_invalid(self.parameter_checks())
 
     def parameter_checks(self):
-        return (
+        # Unit axes: a zero one would leave the joint's friction row zero
+        # (`FreeBodies.independent_friction_rows` counts on it).
+        axes = tuple(
+            InRange(
+                f"joint {name} norm",
+                jnp.linalg.norm(getattr(self, name)),
+                lower=1.0 - _AXIS_TOL,
+                upper=1.0 + _AXIS_TOL,
+            )
+            for name in ("parent_axis", "child_axis")
+        )
+        return axes + (
             InRange("joint stiffness", self.stiffness, lower=0.0, lower_open=True),
             InRange("joint damping", self.damping, lower=0.0),
             InRange(
@@ -412,10 +430,10 @@ class FreeBodies(AbstractSystem):
     def independent_friction_rows(self) -> bool:  # pyright: ignore[reportIncompatibleVariableOverride]
         """True with one point contact per body (a sphere each: its two rows
         alone carry the body's ``v_x``, ``v_y``, so no combination of rows
-        vanishes) and at most one `PenaltyJoint` (its row has no linear
-        velocity). Not for several contacts per body (a box's corners: eight
-        rows on six velocities) or a patch, whose spin row vanishes on one
-        loaded contact."""
+        vanishes) and at most one `PenaltyJoint` (its row, about a unit axis,
+        has no linear velocity). Not for several contacts per body (a box's
+        corners: eight rows of rank at most five, none has ``v_z``) or a
+        patch, whose spin row vanishes on one loaded contact."""
         one_point = self.contact is None or (
             not self.contact.patch and self.contact.points_per_body == 1
         )
