@@ -11,7 +11,12 @@ from _joint_rotor import _rotor
 from jax.extend import core as jax_core
 
 import jaxfric as jf
-from jaxfric.simulate._unrolled import UnrolledERK, for_backend, stages_written_out
+from jaxfric.simulate._unrolled import (
+    Tsit5Dense,
+    UnrolledERK,
+    for_backend,
+    stages_written_out,
+)
 
 
 def _vector_field(t, y, args):
@@ -79,6 +84,46 @@ def test_unrolled_solve_matches_diffrax(solver):
     assert abs(int(out.stats["num_steps"]) - int(ref.stats["num_steps"])) <= 1
     for a, b in zip(out.ys, ref.ys, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-7)
+
+
+def test_tsit5_dense_output_is_diffraxs_written_out():
+    # The wrapped solvers' dense output for Tsit5 (`Tsit5Dense`): diffrax's
+    # weights, the stage sum written out. Equal to rounding at points across
+    # the step, in its increment form, for a step of zero length, in its
+    # derivative with respect to the time, and under `vmap`.
+    assert UnrolledERK(diffrax.Tsit5()).interpolation_cls is Tsit5Dense
+    assert UnrolledERK(diffrax.Dopri5()).interpolation_cls is (
+        diffrax.Dopri5.interpolation_cls
+    )
+    rng = np.random.default_rng(3)
+    y0 = (jnp.asarray(rng.normal(size=2)), jnp.asarray(rng.normal(size=(2, 3))))
+    y1 = jax.tree.map(jnp.zeros_like, y0)  # unused by both
+    k = jax.tree.map(lambda y: jnp.asarray(rng.normal(size=(7, *y.shape))), y0)
+    kinds = (diffrax.Tsit5.interpolation_cls, Tsit5Dense)
+
+    def both(t0, t1, k, *at):
+        return [cls(t0=t0, t1=t1, y0=y0, y1=y1, k=k).evaluate(*at) for cls in kinds]
+
+    def close(pair, atol=1e-14):
+        for a, b in zip(*(jax.tree.leaves(v) for v in pair), strict=True):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=0, atol=atol)
+
+    for t in (0.2, 0.2 + 1e-9, 0.31, 0.45, 0.5):
+        close(both(0.2, 0.5, k, t))
+    # (diffrax's own increment form does not take a tuple state.)
+    at_end, at_start = both(0.2, 0.5, k, 0.4)[0], both(0.2, 0.5, k, 0.25)[0]
+    increment = Tsit5Dense(t0=0.2, t1=0.5, y0=y0, y1=y1, k=k).evaluate(0.25, 0.4)
+    close([jax.tree.map(jnp.subtract, at_end, at_start), increment])
+    close(both(0.3, 0.3, k, 0.3))  # zero length: y0
+    close(jax.vmap(lambda t: both(0.2, 0.5, k, t))(jnp.linspace(0.2, 0.5, 5)))
+    # The derivative in the time (an event time's derivative goes through it).
+    t, dt = jnp.asarray(0.37), jnp.asarray(1.0)
+    close(
+        [
+            jax.jvp(lambda t, c=c: both(0.2, 0.5, k, t)[c], (t,), (dt,))[1]
+            for c in (0, 1)
+        ]
+    )
 
 
 def test_unrolled_gradient_and_vmap_match_diffrax():
