@@ -8,6 +8,7 @@ from . import (
     optimize as optimize,
     systems as systems,
 )
+from ._xla import limit_cpu_library_fusions
 from .friction import (
     Coulomb as Coulomb,
     CoulombViscous as CoulombViscous,
@@ -30,5 +31,9 @@ from .simulate import (
     Solution as Solution,
     simulate as simulate,
 )
+
+# XLA's CPU library fusions (`jaxfric._xla`): before JAX starts its backend,
+# which importing jaxfric does not do (`tests/test_layering.py`).
+limit_cpu_library_fusions()
 
 __version__ = "0.1.0"
