@@ -1,14 +1,15 @@
 """jaxfric: differentiable simulation of mechanisms with exact Coulomb stick-slip
 and dynamic friction models, in JAX."""
 
+# First: XLA's CPU library fusions, set before JAX starts (`jaxfric._xla`).
 from . import (
+    _xla as _xla,
     forces as forces,
     friction as friction,
     identify as identify,
     optimize as optimize,
     systems as systems,
 )
-from ._xla import limit_cpu_library_fusions
 from .friction import (
     Coulomb as Coulomb,
     CoulombViscous as CoulombViscous,
@@ -31,9 +32,5 @@ from .simulate import (
     Solution as Solution,
     simulate as simulate,
 )
-
-# XLA's CPU library fusions (`jaxfric._xla`): before JAX starts its backend,
-# which importing jaxfric does not do (`tests/test_layering.py`).
-limit_cpu_library_fusions()
 
 __version__ = "0.1.0"
