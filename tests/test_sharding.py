@@ -7,9 +7,9 @@ is fixed when JAX starts.
 """
 
 import os
-import subprocess
-import sys
 import textwrap
+
+from _fresh import run_fresh
 
 # Sharded vs unsharded: the same program on a quarter of the batch per device.
 # Vectorised code for another batch width rounds differently; near an event the
@@ -64,18 +64,8 @@ _SCRIPT = textwrap.dedent(
 
 
 def test_sharded_batch_equals_unsharded():
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = (
-        env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+    flags = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
     )
-    env["JAX_PLATFORMS"] = "cpu"
-    script = _SCRIPT.replace("TOL", repr(SHARD_TOL))
-    proc = subprocess.run(
-        [sys.executable, "-c", script],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_fresh(_SCRIPT.replace("TOL", repr(SHARD_TOL)), flags)
     assert "SHARDED_OK" in proc.stdout

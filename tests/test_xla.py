@@ -2,10 +2,9 @@
 go to XLA:CPU's YNN library), when it is set and that it takes effect."""
 
 import os
-import subprocess
-import sys
 
 import pytest
+from _fresh import run_fresh
 
 from jaxfric import _xla
 
@@ -26,19 +25,7 @@ print(len(re.findall(r"%ynn_fusion[.0-9]* = ", f.lower(a, a).compile().as_text()
 
 
 def _probe(xla_flags: str | None) -> tuple[bool, int]:
-    drop = ("XLA_FLAGS", "JAX_ENABLE_X64")
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    env["JAX_PLATFORMS"] = "cpu"
-    if xla_flags is not None:
-        env["XLA_FLAGS"] = xla_flags
-    run = subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = run_fresh(_PROBE, xla_flags, drop=("JAX_ENABLE_X64",))
     started, fusions = run.stdout.split()[-2:]
     return started == "True", int(fusions)
 
