@@ -617,9 +617,13 @@ def test_save_times_with_repeats_event_time_and_t1():
     # Saves are split over segments a few at a time (short save buffers under
     # vmap): repeated times, a time equal to the event (t = π, saved after the
     # switch), several times equal to t1, and uniform grids of 3 and 101 points
-    # all give the analytic free oscillator x = 1 + 1.75 cos t, then −0.75.
+    # all give the analytic free oscillator x = 1 + 1.75 cos t, then −0.75;
+    # so do the repeats among 40 more times (two per segment, written by the
+    # steps: `StepSaves`).
     irregular = jnp.array([0.0, 0.0, 1.0, 1.0, 1.0, 2.0, np.pi, np.pi, 3.5, T1, T1])
-    for ts in (irregular, jnp.linspace(0.0, T1, 3), jnp.linspace(0.0, T1, 101)):
+    mixed = jnp.sort(jnp.concatenate([irregular, jnp.linspace(0.0, T1, 40)]))
+    grids = (jnp.linspace(0.0, T1, 3), jnp.linspace(0.0, T1, 101))
+    for ts in (irregular, mixed, *grids):
         sol = jf.simulate(
             jf.systems.Oscillator(mass=1.0, stiffness=1.0),
             jf.Coulomb(1.0),

@@ -11,6 +11,7 @@ from _joint_rotor import _rotor
 from jax.extend import core as jax_core
 
 import jaxfric as jf
+from jaxfric.simulate._saves import StepSaves, saved_states
 from jaxfric.simulate._unrolled import (
     Tsit5Dense,
     UnrolledERK,
@@ -128,6 +129,61 @@ def test_tsit5_dense_output_is_diffraxs_written_out():
             for c in (0, 1)
         ]
     )
+
+
+def test_step_saves_match_diffraxs_save_loop():
+    # `StepSaves` writes the save times from each accepted step's dense output
+    # in one vectorised pass: the values of diffrax's `SaveAt(ts=...)` loop on
+    # the same adaptive solve (rejected steps included: the controller is
+    # tight), times on step boundaries, at the start and at the end, under
+    # `vmap`, and their derivatives (reverse mode). Times the solve did not
+    # reach stay NaN.
+    ts = jnp.concatenate([jnp.linspace(0.0, 5.0, 23), jnp.array([5.0, 7.0])])
+    controller = diffrax.PIDController(rtol=1e-9, atol=1e-9)
+
+    def both(args):
+        diffrax_saves = _solve(UnrolledERK(diffrax.Tsit5()), args, controller, ts[:-1])
+        stepper = StepSaves(UnrolledERK(diffrax.Tsit5()), lambda _: ts)
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(_vector_field),
+            stepper,
+            0.0,
+            5.0,
+            0.05,
+            _Y0,
+            args=args,
+            saveat=diffrax.SaveAt(t1=True, solver_state=True),
+            stepsize_controller=controller,
+            max_steps=100_000,
+        )
+        return diffrax_saves.ys, saved_states(sol.solver_state)
+
+    reference, step_saves = jax.jit(both)(_ARGS)
+    assert (
+        int(
+            _solve(UnrolledERK(diffrax.Tsit5()), _ARGS, controller).stats[
+                "num_rejected_steps"
+            ]
+        )
+        > 0
+    )
+    for ref, got in zip(reference, step_saves, strict=True):
+        np.testing.assert_allclose(
+            np.asarray(got[:-1]), np.asarray(ref), rtol=1e-13, atol=1e-14
+        )
+        assert np.all(np.isnan(np.asarray(got[-1])))
+    batch = jnp.stack([_ARGS, _ARGS * 1.1])
+    batched = jax.jit(jax.vmap(both))(batch)
+    for ref, got in zip(*batched, strict=True):
+        np.testing.assert_allclose(
+            np.asarray(got[:, :-1]), np.asarray(ref), rtol=1e-13, atol=1e-14
+        )
+
+    # Derivatives of the saved positions with respect to the forcing.
+    jacobians = jax.jit(jax.jacrev(lambda args: [y[0][:23] for y in both(args)]))
+    ref, got = jacobians(_ARGS)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-9, atol=1e-12)
+    assert np.all(np.abs(np.asarray(ref)[1:]) > 0)
 
 
 def test_unrolled_gradient_and_vmap_match_diffrax():

@@ -69,6 +69,7 @@ from ._path import (
     force_state0,
     solve_stats,
 )
+from ._saves import StepSaves, inner_state, saved_states, step_saves_limit
 from ._solution import RESULTS, Solution
 from ._stick import (
     STICK,
@@ -226,6 +227,9 @@ class _Segment(eqx.Module):
     # Vector elements (`is_vector(rows_per_element)`): the unit slip direction of
     # each slipping element at the segment's start, per row; `None` otherwise.
     reference: Float[Array, " m"] | None = None
+    # The segment's save times written by `StepSaves` (`None`: none, or
+    # diffrax's `SaveAt`).
+    save_ts: Float[Array, " chunk"] | None = None
 
 
 def _net_force(system, force, t, q, qd, x) -> tuple[Vector, Array, Dynamics]:
@@ -607,11 +611,11 @@ def _save_stops(ts, t1) -> tuple[int, Float[Array, " k"]]:
 
 
 def _segment_save_times(ts, chunk: int, t_start, t_stop):
-    """``(first, subs)``: the index of the first save time of a segment from
-    `t_start` to `t_stop` and the `diffrax.SubSaveAt` of its `chunk` save
-    times (none with ``chunk == 1``: the start states are saved)."""
+    """``(first, seg_ts)``: the index of the first save time of a segment from
+    `t_start` to `t_stop` and its `chunk` save times, padded with `t_stop`
+    (``(None, None)`` with ``chunk == 1``: the start states are saved)."""
     if chunk == 1:
-        return None, ()
+        return None, None
     num_t = ts.shape[0]
     # First time to save: the last of any equal to `t_start` (copied to the
     # others at the end), else the first after it.
@@ -620,8 +624,7 @@ def _segment_save_times(ts, chunk: int, t_start, t_stop):
     first = jnp.where(at_start, right - 1, right)
     source = first + jnp.arange(chunk)
     seg_ts = ts[jnp.minimum(source, num_t - 1)]
-    seg_ts = jnp.minimum(jnp.where(source < num_t, seg_ts, t_stop), t_stop)
-    return first, (diffrax.SubSaveAt(ts=seg_ts),)
+    return first, jnp.minimum(jnp.where(source < num_t, seg_ts, t_stop), t_stop)
 
 
 def _marks(c: "_Carry") -> tuple:
@@ -648,7 +651,7 @@ def _segment_write(c: _Carry, ts, t1, chunk: int, first, t_start, t_e, y_e, at_s
         index = start + jnp.arange(chunk)
         spanned = (index >= first) & (index < first + chunk) & (ts[index] < t_e)
         back = jnp.clip(index - first, 0, chunk - 1)
-        inside = tuple(y[back] for y in at_seg_ts[0])
+        inside = tuple(y[back] for y in at_seg_ts)
     take = spanned & ~c.done
     marks = _marks(c)
     rows = (*inside, *(jnp.broadcast_to(a, (chunk, a.shape[0])) for a in marks))
@@ -1019,6 +1022,11 @@ class SwitchPath(AbstractPath):
             reference0 = jnp.where(moving, slip0 / jnp.where(moving, speed, 1.0), 0.0)
         chunk, stops = _save_stops(ts, t1)
         num_stops = stops.shape[0]
+        # A segment's save times: written by its steps (`StepSaves`) where they
+        # are few, else by diffrax's `SaveAt` (none with a stop at each).
+        step_saves = 1 < chunk <= step_saves_limit(adjoint)
+        if step_saves:
+            stepper = StepSaves(stepper, lambda s: s.save_ts)
 
         zero = jnp.array(0, dtype=jnp.int32)
         # Make every float carry depend on the inputs (no change in value) so that
@@ -1076,16 +1084,21 @@ class SwitchPath(AbstractPath):
             # state carries it instead (`_restart`).
             t_start = jnp.where(c.done, t1, c.t)
             t_fixed = jax.lax.stop_gradient(t_start)
-            seg = _Segment(
-                local, law, force, c.modes, c.hold, t_fixed, c.dip_history,
-                c.reference,
-            )  # fmt: skip
-            y_start = _restart(t_start, (c.q, c.qd, c.x), seg)
-            t_start = t_fixed
             # The segment ends at the next stop (or an event).
             stop = jnp.minimum(c.next_stop, num_stops - 1)
             t_stop = jnp.where(c.done, t1, stops[stop])
-            first, save_ts = _segment_save_times(ts, chunk, t_start, t_stop)
+            first, seg_ts = _segment_save_times(ts, chunk, t_fixed, t_stop)
+            seg = _Segment(
+                local, law, force, c.modes, c.hold, t_fixed, c.dip_history,
+                c.reference, seg_ts if step_saves else None,
+            )  # fmt: skip
+            save_ts = (
+                (diffrax.SubSaveAt(ts=seg_ts),)
+                if seg_ts is not None and not step_saves
+                else ()
+            )
+            y_start = _restart(t_start, (c.q, c.qd, c.x), seg)
+            t_start = t_fixed
             sol = diffrax.diffeqsolve(
                 diffrax.ODETerm(_vector_field),
                 stepper,
@@ -1104,6 +1117,11 @@ class SwitchPath(AbstractPath):
                 throw=False,
             )
             at_end, *at_seg_ts = sol.ys
+            solver_state = sol.solver_state
+            if step_saves:
+                at_seg_ts = [saved_states(solver_state)]
+                solver_state = inner_state(solver_state)
+            at_seg_ts = at_seg_ts[0] if at_seg_ts else None
             t_e = sol.ts[0][-1]
             q_e, qd_e, x_e = (y[-1] for y in at_end)
             event_hit = sol.result == diffrax.RESULTS.event_occurred
@@ -1131,7 +1149,7 @@ class SwitchPath(AbstractPath):
                 dip_history=jax.tree.map(
                     lambda fresh, kept: jnp.where(event_hit, fresh, kept),
                     no_history(m, dtype),
-                    carried_history(sol.solver_state),
+                    carried_history(solver_state),
                 ),
                 stats=stats,
             )

@@ -1,0 +1,104 @@
+"""Saved times written from each step's dense output: `StepSaves`.
+
+diffrax saves a `SaveAt(ts=...)` time in a loop inside its step loop, one
+saved time per iteration (its ``save_ts`` loop). Under `jax.vmap` that loop
+runs while any member of the batch has a time left inside its step, and each
+iteration is a round of small kernels. `StepSaves` writes a segment's few save
+times from every step's dense output at once: one vectorised evaluation of
+the interpolant at all of them, kept where they fall inside the step. No loop,
+and the same interpolant as diffrax's.
+
+The saved states are solver state, which a reverse-mode adjoint carries
+through its checkpoints at every step, while diffrax's own save buffers are
+exempt. So the switch path uses `StepSaves` for at most
+`step_saves_limit(adjoint)` save times per segment (README, Performance, for
+the measurements).
+"""
+
+from collections.abc import Callable
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ._unrolled import AbstractWrappedSolver
+
+#: The most save times of a `StepSaves` solve: every step evaluates the dense
+#: output at all of them, so a long list costs more per step than diffrax's
+#: loop over the few inside it. 1000 oscillators under `vmap` saving 1001
+#: times (32 per segment) ran 90 → 60 ms, the 1601-sample Jacobians of
+#: ``bench_identify.py`` (50 per segment, `diffrax.ForwardMode`) 74 → 55 ms.
+MAX_STEP_SAVES = 64
+#: The same under a reverse-mode adjoint (diffrax's checkpointed or bounded
+#: loops), which copies the saved states into its checkpoints at every step:
+#: the gradient of that batch at 1001 saves ran 746 → 935 ms, at 501 (16 per
+#: segment) 594–611 → 717–766 ms, at 257 (8) 526–541 → 542–571 ms, at 101
+#: (4) unchanged.
+MAX_REVERSE_STEP_SAVES = 8
+
+
+def step_saves_limit(adjoint: diffrax.AbstractAdjoint) -> int:
+    """The most save times per segment that `StepSaves` writes under
+    `adjoint` (`MAX_STEP_SAVES`, `MAX_REVERSE_STEP_SAVES`)."""
+    if isinstance(adjoint, diffrax.ForwardMode):
+        return MAX_STEP_SAVES
+    return MAX_REVERSE_STEP_SAVES
+
+
+class StepSaves(AbstractWrappedSolver):
+    """`solver`, writing the state at the save times ``times(args)`` (shape
+    ``(k,)``, nondecreasing) from each accepted step's dense output (module
+    doc).
+
+    A save time inside the step ``[t0, t1]`` is written as the interpolant's
+    value there (`diffrax.AbstractLocalInterpolation.evaluate`, the solver's
+    own dense output, as diffrax's `SaveAt(ts=...)`); a time on a step
+    boundary is written by both steps and keeps the later one's (its state
+    at ``t0`` exactly). diffrax keeps the solver state of accepted steps only,
+    so rejected steps write nothing. Times after the solve's end (an event
+    inside the last step) hold that step's interpolant: the caller keeps only
+    those before the end. Times no step reached stay NaN.
+
+    The saved states are the second part of the solver state:
+    ``saved_states(solver_state)``, a pytree like ``y`` with leading axis ``k``
+    (returned by `diffrax.diffeqsolve` with ``SaveAt(solver_state=True)``).
+    Differentiable like the rest of the solve's state.
+    """
+
+    solver: diffrax.AbstractAdaptiveSolver
+    times: Callable = eqx.field(static=True)
+
+    def init(self, terms, t0, t1, y0, args):
+        k = self.times(args).shape[0]
+        buffer = jax.tree.map(
+            lambda y: jnp.full((k, *jnp.shape(y)), jnp.nan, jnp.result_type(y)), y0
+        )
+        return self.solver.init(terms, t0, t1, y0, args), buffer
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        inner_state, buffer = solver_state
+        y1, y_error, dense_info, inner_state, result = self.solver.step(
+            terms, t0, t1, y0, args, inner_state, made_jump
+        )
+        ts = self.times(args)
+        dense = self.interpolation_cls(t0=t0, t1=t1, **dense_info)
+        values = jax.vmap(dense.evaluate)(ts)
+        inside = (ts >= t0) & (ts <= t1)
+
+        def keep(value, old):
+            mask = inside.reshape(inside.shape + (1,) * (value.ndim - 1))
+            return jnp.where(mask, value, old)
+
+        buffer = jax.tree.map(keep, values, buffer)
+        return y1, y_error, dense_info, (inner_state, buffer), result
+
+
+def saved_states(solver_state):
+    """The saved states of a `StepSaves` solve's final solver state."""
+    return solver_state[1]
+
+
+def inner_state(solver_state):
+    """The wrapped solver's part of a `StepSaves` solver state."""
+    return solver_state[0]
