@@ -51,19 +51,21 @@ class StepSaves(AbstractWrappedSolver):
     ``(k,)``, nondecreasing) from each accepted step's dense output (module
     doc).
 
-    A save time inside the step ``[t0, t1]`` is written as the interpolant's
-    value there (`diffrax.AbstractLocalInterpolation.evaluate`, the solver's
-    own dense output, as diffrax's `SaveAt(ts=...)`); a time on a step
-    boundary is written by both steps and keeps the later one's (its state
-    at ``t0`` exactly). diffrax keeps the solver state of accepted steps only,
-    so rejected steps write nothing. Times after the solve's end (an event
-    inside the last step) hold that step's interpolant: the caller keeps only
-    those before the end. Times no step reached stay NaN.
+    Each accepted step writes the save times not yet written up to its end
+    ``t1`` as the interpolant's value there
+    (`diffrax.AbstractLocalInterpolation.evaluate`, the solver's own dense
+    output), as diffrax's `SaveAt(ts=...)` loop does: a time on a step boundary
+    is written by the step that ends there, and a time that falls between
+    steps (diffrax steps from just before to just after a jump time) by the
+    next one. diffrax keeps the solver state of accepted steps only, so
+    rejected steps write nothing. Times after the solve's end (an event inside
+    the last step) hold that step's interpolant: the caller keeps only those
+    before the end. Times no step reached stay NaN.
 
-    The saved states are the second part of the solver state:
-    ``saved_states(solver_state)``, a pytree like ``y`` with leading axis ``k``
-    (returned by `diffrax.diffeqsolve` with ``SaveAt(solver_state=True)``).
-    Differentiable like the rest of the solve's state.
+    The saved states are part of the solver state: ``saved_states(state)``,
+    a pytree like ``y`` with leading axis ``k`` (returned by
+    `diffrax.diffeqsolve` with ``SaveAt(solver_state=True)``). Differentiable
+    like the rest of the solve's state.
     """
 
     solver: diffrax.AbstractAdaptiveSolver
@@ -74,24 +76,27 @@ class StepSaves(AbstractWrappedSolver):
         buffer = jax.tree.map(
             lambda y: jnp.full((k, *jnp.shape(y)), jnp.nan, jnp.result_type(y)), y0
         )
-        return self.solver.init(terms, t0, t1, y0, args), buffer
+        written = jnp.array(0, jnp.int32)
+        return self.solver.init(terms, t0, t1, y0, args), buffer, written
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        inner_state, buffer = solver_state
+        inner_state, buffer, written = solver_state
         y1, y_error, dense_info, inner_state, result = self.solver.step(
             terms, t0, t1, y0, args, inner_state, made_jump
         )
         ts = self.times(args)
         dense = self.interpolation_cls(t0=t0, t1=t1, **dense_info)
         values = jax.vmap(dense.evaluate)(ts)
-        inside = (ts >= t0) & (ts <= t1)
+        reached = ts <= t1
+        new = reached & (jnp.arange(ts.shape[0]) >= written)
 
         def keep(value, old):
-            mask = inside.reshape(inside.shape + (1,) * (value.ndim - 1))
+            mask = new.reshape(new.shape + (1,) * (value.ndim - 1))
             return jnp.where(mask, value, old)
 
         buffer = jax.tree.map(keep, values, buffer)
-        return y1, y_error, dense_info, (inner_state, buffer), result
+        written = jnp.sum(reached, dtype=jnp.int32)
+        return y1, y_error, dense_info, (inner_state, buffer, written), result
 
 
 def saved_states(solver_state):

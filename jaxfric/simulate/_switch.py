@@ -942,7 +942,11 @@ class SwitchPath(AbstractPath):
       (short save buffers keep `vmap` cheap; with ``k = 1``, every save time
       is a segment start and its state is saved as it is, no interpolation),
       so at most ``max_events + 2 + (len(ts) − 1) // k`` segments are run
-      (one more for ``k = 1``).
+      (one more for ``k = 1``). A segment's ``k`` save times are interpolated
+      from the dense output of the steps that span them: all at once per step
+      (`StepSaves`) where ``k`` ≤ 64 under `diffrax.ForwardMode` or ≤ 8 under
+      a reverse-mode adjoint, else by diffrax's save loop (the same values to
+      rounding; `step_saves_limit`).
 
     Event times are located by Illinois regula falsi (`_EventRoot`) to a
     width of ``1e-13·(1 + |t|)`` s. ``stats["num_vf_evals"]`` is computed, not
