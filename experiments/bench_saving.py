@@ -8,7 +8,7 @@ gradient of the sum of all saved positions with respect to the Coulomb level
 (``vmap`` of ``jax.grad``, the default checkpointed adjoint), best of
 ``repeats`` warm calls; the batch's forward time with
 ``adjoint=diffrax.ForwardMode()`` (the save path of forward-mode runs:
-`StepSaves` for up to 64 save times per segment, against 8 under the default
+`StepSaves` for up to 64 save times per segment, against 4 under the default
 adjoint) and its largest difference from the default's positions; the same
 for one unbatched simulation; the steps taken
 (the switch path ends a segment every ``⌈(num_save − 1)/32⌉``-th save time);

@@ -1,6 +1,6 @@
 """`UnrolledERK`: diffrax's explicit Runge–Kutta methods with the stages written
 out give diffrax's steps (values, error estimates, dense output, derivatives),
-under `vmap` too."""
+under `vmap` too; `StepSaves` gives diffrax's saved values."""
 
 import diffrax
 import jax

@@ -26,16 +26,17 @@ from ._unrolled import AbstractWrappedSolver
 
 #: The most save times of a `StepSaves` solve: every step evaluates the dense
 #: output at all of them, so a long list costs more per step than diffrax's
-#: loop over the few inside it. 1000 oscillators under `vmap` saving 1001
-#: times (32 per segment) ran 90 → 60 ms, the 1601-sample Jacobians of
-#: ``bench_identify.py`` (50 per segment, `diffrax.ForwardMode`) 74 → 55 ms.
+#: loop over the few inside it. On 1000 oscillators under `vmap` saving 1001
+#: times (32 per segment), positions only: 90 → 60 ms; the forward-mode
+#: Jacobian of ``bench_identify.py``'s four 1601-sample records (50 per
+#: segment): 64.5–65.9 → 54.8–55.3 ms (README, Performance).
 MAX_STEP_SAVES = 64
 #: The same under a reverse-mode adjoint (diffrax's checkpointed or bounded
-#: loops), which copies the saved states into its checkpoints at every step:
-#: the gradient of that batch at 1001 saves ran 746 → 935 ms, at 501 (16 per
-#: segment) 594–611 → 717–766 ms, at 257 (8) 526–541 → 542–571 ms, at 101
-#: (4) unchanged.
-MAX_REVERSE_STEP_SAVES = 8
+#: loops), which copies the saved states into its checkpoints at every step.
+#: The `vmap` gradient of that batch with `StepSaves` at every size: 1001
+#: saves (32 per segment) 746 → 935 ms, 501 (16) 594–611 → 717–766 ms, 257
+#: (8) 526–541 → 542–571 ms, 101 (4) unchanged (414–468 → 437–447 ms).
+MAX_REVERSE_STEP_SAVES = 4
 
 
 def step_saves_limit(adjoint: diffrax.AbstractAdjoint) -> int:

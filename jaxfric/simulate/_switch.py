@@ -944,7 +944,7 @@ class SwitchPath(AbstractPath):
       so at most ``max_events + 2 + (len(ts) − 1) // k`` segments are run
       (one more for ``k = 1``). A segment's ``k`` save times are interpolated
       from the dense output of the steps that span them: all at once per step
-      (`StepSaves`) where ``k`` ≤ 64 under `diffrax.ForwardMode` or ≤ 8 under
+      (`StepSaves`) where ``k`` ≤ 64 under `diffrax.ForwardMode` or ≤ 4 under
       a reverse-mode adjoint, else by diffrax's save loop (the same values to
       rounding; `step_saves_limit`).
 
