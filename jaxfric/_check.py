@@ -289,6 +289,36 @@ class Increasing(AbstractCheck):
         return f"`{self.name}` must be finite and strictly increasing"
 
 
+@dataclasses.dataclass(frozen=True)
+class SaveTimes(AbstractCheck):
+    """Save times `value` (1-D) finite, non-decreasing and inside
+    ``[t0, t1]``."""
+
+    name: str
+    value: object
+    t0: object
+    t1: object
+
+    def raise_if_invalid(self) -> None:
+        check_finite(self.name, self.value)
+        values = (self.value, self.t0, self.t1)
+        if not all(is_concrete(v) for v in values):
+            return
+        arr, lo, hi = np.asarray(self.value), float(self.t0), float(self.t1)
+        if np.any(np.diff(arr) < 0):
+            raise ValueError(f"`{self.name}` must be non-decreasing.")
+        if arr[0] < lo or arr[-1] > hi:
+            raise ValueError(f"`{self.name}` must lie in [t0, t1] = [{lo}, {hi}].")
+
+    def invalid(self) -> jax.Array:
+        v = jnp.asarray(self.value)
+        inside = (v >= self.t0) & (v <= self.t1)  # False for a NaN
+        return jnp.any(~inside) | jnp.any(~(jnp.diff(v) >= 0))
+
+    def requirement(self) -> str:
+        return f"`{self.name}` must be finite, non-decreasing and lie in [t0, t1]"
+
+
 def raise_if_invalid(checks) -> None:
     """Run declared checks on concrete values (`__check_init__`), in order."""
     for check in checks:

@@ -585,7 +585,8 @@ def test_simultaneous_events_are_one_switch():
 
 def test_vmap_equals_loop():
     # Forward-mode adjoint in the batch, reverse-mode one in the loop: the same
-    # forward operations.
+    # forward operations, but for the saves (1001 times, 32 per segment): the
+    # batch's steps write them (`StepSaves`), the loop's diffrax's save loop.
     batched = _batch_results()[1]
     for i, p in enumerate(BATCH):
         single = _forward(p)
@@ -618,8 +619,8 @@ def test_save_times_with_repeats_event_time_and_t1():
     # vmap): repeated times, a time equal to the event (t = π, saved after the
     # switch), several times equal to t1, and uniform grids of 3 and 101 points
     # all give the analytic free oscillator x = 1 + 1.75 cos t, then −0.75;
-    # so do the repeats among 40 more times (two per segment, written by the
-    # steps: `StepSaves`).
+    # so do the repeats among 40 more times. The last two are written by the
+    # steps (`StepSaves`: two and four per segment).
     irregular = jnp.array([0.0, 0.0, 1.0, 1.0, 1.0, 2.0, np.pi, np.pi, 3.5, T1, T1])
     mixed = jnp.sort(jnp.concatenate([irregular, jnp.linspace(0.0, T1, 40)]))
     grids = (jnp.linspace(0.0, T1, 3), jnp.linspace(0.0, T1, 101))

@@ -16,6 +16,7 @@ import pytest
 
 import jaxfric as jf
 from jaxfric.simulate._common import (
+    input_checks,
     invalid_parameters,
     parameter_checks,
     raise_invalid_parameters,
@@ -249,3 +250,25 @@ def test_concrete_value_that_skipped_its_constructor():
     osc = jf.systems.Oscillator(**_OSC)
     with pytest.raises(ValueError, match=r"`fc` must lie in \[0.0, inf\]"):
         jf.simulate(osc, law, 2.75, 0.0, 10.0)
+
+
+def test_traced_save_times_are_checked():
+    # Save times built under `jit` skip `simulate`'s concrete check: a
+    # decreasing pair is `RESULTS.invalid_parameters` (NaN states) without
+    # `throw` (with it, the same list of checks raises, `input_checks`); good
+    # ones solve.
+    osc = jf.systems.Oscillator(**_OSC)
+
+    @eqx.filter_jit
+    def run(ts):
+        return jf.simulate(osc, jf.Coulomb(1.0), 2.75, 0.0, 10.0, ts=ts, throw=False)
+
+    good = jnp.linspace(0.0, 10.0, 5)
+    assert run(good).result == RESULTS.successful
+    sol = run(good.at[2].set(9.0))
+    assert sol.result == RESULTS.invalid_parameters
+    assert np.all(np.isnan(np.asarray(sol.q)))
+    (owner, check) = input_checks(osc, jf.Coulomb(1.0), None, good, 0.0, 10.0)[-1]
+    assert owner == "simulate" and "`ts` must be finite, non-decreasing" in (
+        check.requirement()
+    )

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._check import AbstractCheck, as_vector, check_finite, is_concrete
+from .._check import AbstractCheck, SaveTimes, as_vector, check_finite, is_concrete
 from .._math import element_sizes, element_starts
 from ..forces import AbstractForce, FunctionForce
 from ..systems import AbstractSystem, ConfigurationStatus
@@ -127,14 +127,8 @@ def save_times(t0, t1, ts, num_save: int):
     ts = jnp.asarray(ts, dtype=float)
     if ts.ndim != 1 or ts.shape[0] < 1:
         raise ValueError(f"`ts` must be a non-empty 1-D array; got shape {ts.shape}.")
-    if is_concrete(ts) and is_concrete(t0) and is_concrete(t1):
-        arr, lo, hi = np.asarray(ts), float(t0), float(t1)
-        if not np.all(np.isfinite(arr)):
-            raise ValueError("`ts` must be finite.")
-        if np.any(np.diff(arr) < 0):
-            raise ValueError("`ts` must be non-decreasing.")
-        if arr[0] < lo or arr[-1] > hi:
-            raise ValueError(f"`ts` must lie in [t0, t1] = [{lo}, {hi}].")
+    # Traced save times are checked with the parameters (`input_checks`).
+    SaveTimes("ts", ts, t0, t1).raise_if_invalid()
     return ts
 
 
@@ -366,6 +360,17 @@ _CHECKED = (AbstractSystem, AbstractFrictionLaw, AbstractForce)
 
 def _is_checked(node) -> bool:
     return isinstance(node, _CHECKED)
+
+
+def input_checks(
+    system, friction, force, ts, t0, t1
+) -> list[tuple[str, AbstractCheck]]:
+    """What `simulate` checks of its inputs under `jit`, `vmap` or `grad`: the
+    `parameter_checks` of the system, law and force, and the save times
+    (`SaveTimes`: the segments would save a non-monotone `ts` wrongly)."""
+    return parameter_checks((system, friction, force)) + [
+        ("simulate", SaveTimes("ts", ts, t0, t1))
+    ]
 
 
 def parameter_checks(tree) -> list[tuple[str, AbstractCheck]]:

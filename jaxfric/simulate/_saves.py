@@ -5,8 +5,8 @@ saved time per iteration (its ``save_ts`` loop). Under `jax.vmap` that loop
 runs while any member of the batch has a time left inside its step, and each
 iteration is a round of small kernels. `StepSaves` writes a segment's few save
 times from every step's dense output at once: one vectorised evaluation of
-the interpolant at all of them, kept where they fall inside the step. No loop,
-and the same interpolant as diffrax's.
+the interpolant at all of them, kept for those not yet written up to the
+step's end (diffrax's rule). No loop, and the same interpolant as diffrax's.
 
 The saved states are solver state, which a reverse-mode adjoint carries
 through its checkpoints at every step, while diffrax's own save buffers are
@@ -29,7 +29,8 @@ from ._unrolled import AbstractWrappedSolver
 #: loop over the few inside it. On 1000 oscillators under `vmap` saving 1001
 #: times (32 per segment), positions only: 90 → 60 ms; the forward-mode
 #: Jacobian of ``bench_identify.py``'s four 1601-sample records (50 per
-#: segment): 64.5–65.9 → 54.8–55.3 ms (README, Performance).
+#: segment): 64.5–65.9 → 54.8–55.3 ms in two rounds, 65.2 → 78.3 ms in a
+#: third (README, Performance). Segments of 51–64 were not measured.
 MAX_STEP_SAVES = 64
 #: The same under a reverse-mode adjoint (diffrax's checkpointed or bounded
 #: loops), which copies the saved states into its checkpoints at every step.
@@ -86,10 +87,13 @@ class StepSaves(AbstractWrappedSolver):
             terms, t0, t1, y0, args, inner_state, made_jump
         )
         ts = self.times(args)
-        dense = self.interpolation_cls(t0=t0, t1=t1, **dense_info)
-        values = jax.vmap(dense.evaluate)(ts)
         reached = ts <= t1
         new = reached & (jnp.arange(ts.shape[0]) >= written)
+        # Times not written are evaluated at the step's end: far from the step,
+        # the interpolant's powers of the step fraction overflow in float32,
+        # and a discarded inf still gives a NaN derivative (0·inf).
+        dense = self.interpolation_cls(t0=t0, t1=t1, **dense_info)
+        values = jax.vmap(dense.evaluate)(jnp.where(new, ts, t1))
 
         def keep(value, old):
             mask = new.reshape(new.shape + (1,) * (value.ndim - 1))

@@ -23,8 +23,8 @@ from ._common import (
     check_law_size,
     check_system,
     finish,
+    input_checks,
     invalid_parameters,
-    parameter_checks,
     raise_invalid_parameters,
     save_times,
     state_vector,
@@ -152,7 +152,7 @@ def simulate(
     force = as_force(force, t0, q0, qd0)
     if throw:
         # Before `_solve`: under an eager vmap or grad, fails without compiling.
-        checks = parameter_checks((system, friction, force))
+        checks = input_checks(system, friction, force, ts, t0, t1)
         q0 = raise_invalid_parameters(q0, checks)
     check_force_output(force, t0, q0, qd0)
     if "jump_ts" in path.options:
@@ -186,7 +186,7 @@ def _solve(system, friction, force, q0, qd0, t0, t1, ts, options, throw):
     # Parameter ranges, once per solve (not per step): a module built under
     # jit/vmap/grad skipped them at construction. `simulate` raised already
     # with `throw`; here they give the result code.
-    invalid = invalid_parameters(parameter_checks((system, friction, force)))
+    invalid = invalid_parameters(input_checks(system, friction, force, ts, t0, t1))
     q0, nonfinite = check_force_start(q0, force, t0, q0, qd0, throw)
     # Without `throw`, a traced non-finite start state is reported the same way.
     nonfinite = nonfinite | ~jnp.all(jnp.isfinite(jnp.concatenate([q0, qd0])))
