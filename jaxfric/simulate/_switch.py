@@ -1097,9 +1097,7 @@ class SwitchPath(AbstractPath):
                 c.reference, seg_ts if step_saves else None,
             )  # fmt: skip
             save_ts = (
-                (diffrax.SubSaveAt(ts=seg_ts),)
-                if seg_ts is not None and not step_saves
-                else ()
+                () if seg_ts is None or step_saves else (diffrax.SubSaveAt(ts=seg_ts),)
             )
             y_start = _restart(t_start, (c.q, c.qd, c.x), seg)
             t_start = t_fixed
@@ -1120,12 +1118,15 @@ class SwitchPath(AbstractPath):
                 adjoint=adjoint,
                 throw=False,
             )
-            at_end, *at_seg_ts = sol.ys
-            solver_state = sol.solver_state
+            # The save times' states, and `DipGuard`'s part of the solver state.
             if step_saves:
-                at_seg_ts = [saved_states(solver_state)]
-                solver_state = inner_state(solver_state)
-            at_seg_ts = at_seg_ts[0] if at_seg_ts else None
+                (at_end,) = sol.ys
+                at_seg_ts = saved_states(sol.solver_state)
+                dip_state = inner_state(sol.solver_state)
+            else:
+                at_end, *diffrax_saves = sol.ys
+                at_seg_ts = diffrax_saves[0] if diffrax_saves else None
+                dip_state = sol.solver_state
             t_e = sol.ts[0][-1]
             q_e, qd_e, x_e = (y[-1] for y in at_end)
             event_hit = sol.result == diffrax.RESULTS.event_occurred
@@ -1153,7 +1154,7 @@ class SwitchPath(AbstractPath):
                 dip_history=jax.tree.map(
                     lambda fresh, kept: jnp.where(event_hit, fresh, kept),
                     no_history(m, dtype),
-                    carried_history(solver_state),
+                    carried_history(dip_state),
                 ),
                 stats=stats,
             )
