@@ -86,6 +86,16 @@ def _finish(paths: dict, failure: str | None = None) -> None:
         _fail(failure, EXIT_FAILED_SOLVE)
 
 
+def _finish_solve(paths: dict, solution, title: str, what: str, details: str) -> None:
+    """Print ``title: what <result>; details`` (`what` names the solve, e.g.
+    ``"best solve"``), then `_finish`, failing when `solution` did."""
+    from jaxfric.io.results import result_message
+
+    message = result_message(solution)
+    typer.echo(f"{title}: {what} {message}; {details}")
+    _finish(paths, None if message == "successful" else f"the {what} failed: {message}")
+
+
 def _config_failure(config: Path, error: Exception) -> NoReturn:
     """`_fail` with the configuration file named once (read errors name it)."""
     message = str(error)
@@ -144,7 +154,7 @@ def simulate(
     trajectory.csv, trajectory.png and summary.json."""
     import jaxfric as jf
     from jaxfric.io import load_config
-    from jaxfric.io.results import result_message, save_solution
+    from jaxfric.io.results import save_solution
 
     folder = output_dir(config, out, overwrite)
     try:
@@ -174,15 +184,16 @@ def simulate(
         )
     except OSError as e:
         _fail(f"cannot write the results to {folder}: {e}")
-    message = result_message(sol)
-    typer.echo(
-        f"{title}: {message}; t1={float(sol.ts[-1]):g}, "
+    _finish_solve(
+        paths,
+        sol,
+        title,
+        "solve",
+        f"t1={float(sol.ts[-1]):g}, "
         f"q(t1)={[round(float(v), 6) for v in sol.q[-1]]}, "
         f"vector-field evaluations={int(sol.stats['num_vf_evals'])}, "
-        f"wall {wall:.2f} s"
+        f"wall {wall:.2f} s",
     )
-    failed = message != "successful"
-    _finish(paths, f"the solve failed: {message}" if failed else None)
 
 
 def _progress(total: int, label: str, enabled: bool):
@@ -216,7 +227,7 @@ def optimize(
         plot_history,
         report as make_report,
     )
-    from jaxfric.io.results import result_message, save_solution, write_json
+    from jaxfric.io.results import save_solution, write_json
     from jaxfric.optimize import applied_force
     from jaxfric.plot import plot_solution
 
@@ -271,16 +282,17 @@ def optimize(
         fig.savefig(paths["motion"], dpi=120)
     except OSError as e:
         _fail(f"cannot write the results to {folder}: {e}")
-    message = result_message(result.solution)
-    typer.echo(
-        f"{title}: objective {report['initial_objective']} -> "
+    _finish_solve(
+        paths,
+        result.solution,
+        title,
+        "best solve",
+        f"objective {report['initial_objective']} -> "
         f"{report['objective']:.6g} in {report['num_steps']} steps "
         f"(loss {report['loss']:.6g}, penalty {report['penalty']:.3g}, limit "
-        f"violation {report['violation']:.3g}); best solve {message}; "
-        f"q(t1)={[round(v, 6) for v in report['final']['q']]}, wall {wall:.2f} s"
+        f"violation {report['violation']:.3g}); "
+        f"q(t1)={[round(v, 6) for v in report['final']['q']]}, wall {wall:.2f} s",
     )
-    failed = message != "successful"
-    _finish(paths, f"the best solve failed: {message}" if failed else None)
 
 
 ExportOption = Annotated[

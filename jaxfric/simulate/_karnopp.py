@@ -35,13 +35,10 @@ from ._law import AbstractFrictionLaw
 from ._path import (
     AbstractFixedStepPath,
     applied_force,
-    count_vf_evals,
+    eventless_solution,
     fixed_step_result,
     force_state0,
-    no_events,
-    solve_stats,
 )
-from ._solution import Solution
 from ._stick import masked_solve, stick_parts
 
 
@@ -180,19 +177,18 @@ class KarnoppPath(AbstractFixedStepPath):
         momentum_slip = jax.vmap(system.slip_velocity)(q, qd)
         slip = jax.vmap(system.slip_velocity)(q, qd_kin)
         band = jax.vmap(law.in_band)(momentum_slip)
-        num_vf_evals = count_vf_evals(solver, sol.stats["num_steps"])
-        return Solution(
-            ts=ts,
-            q=q,
-            qd=qd_kin,
-            friction=f,
-            slip_velocity=slip,
-            friction_state=momentum_slip,
-            force_state=x,
-            modes=jnp.where(band, 0, jnp.sign(momentum_slip)).astype(jnp.int32),
-            event_times=no_events(ts),
-            stats=solve_stats(sol.stats, num_vf_evals),
-            result=fixed_step_result(system, sol, q, qd, f),
+        return eventless_solution(
+            sol,
+            solver,
+            fixed_step_result(system, sol, q, qd, f),
+            ts,
+            q,
+            qd_kin,
+            f,
+            slip,
+            momentum_slip,
+            x,
+            modes=jnp.where(band, 0, jnp.sign(momentum_slip)),
         )
 
 

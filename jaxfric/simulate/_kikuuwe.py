@@ -5,7 +5,6 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 
 from ..forces import AbstractForce
 from ..systems import AbstractSystem
@@ -14,14 +13,11 @@ from ._law import AbstractFrictionLaw
 from ._path import (
     AbstractFixedStepPath,
     applied_force,
-    count_vf_evals,
+    eventless_solution,
     fixed_step_result,
     force_state0,
     friction_state0,
-    no_events,
-    solve_stats,
 )
-from ._solution import Solution
 
 
 class _KikuuweField(eqx.Module):
@@ -80,19 +76,17 @@ class KikuuwePath(AbstractFixedStepPath):
         f = jax.vmap(
             lambda qi, qdi, ei, si: law.at_state(system, qi, qdi).force(ei, si, dt)
         )(q, qd, e, slip)
-        num_vf_evals = count_vf_evals(options.solver, sol.stats["num_steps"])
-        return Solution(
-            ts=ts,
-            q=q,
-            qd=qd,
-            friction=f,
-            slip_velocity=slip,
-            friction_state=e,
-            force_state=x,
-            modes=jnp.sign(slip).astype(jnp.int32),
-            event_times=no_events(ts),
-            stats=solve_stats(sol.stats, num_vf_evals),
-            result=fixed_step_result(system, sol, q, qd, e),
+        return eventless_solution(
+            sol,
+            options.solver,
+            fixed_step_result(system, sol, q, qd, e),
+            ts,
+            q,
+            qd,
+            f,
+            slip,
+            e,
+            x,
         )
 
 

@@ -9,7 +9,7 @@ import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 
-from .._types import Array, Coordinates, Float, Int, State, Vector
+from .._types import Array, Coordinates, Float, Int, Real, State, Vector
 from ..forces import AbstractForce
 from ..systems import AbstractSystem
 from ._common import (
@@ -197,6 +197,35 @@ def fixed_step_result(system, sol: diffrax.Solution, q, *arrays) -> RESULTS:
     return name_configuration_failure(system, result, last_finite(q))
 
 
-def no_events(ts) -> Float[Array, " 0"]:
-    """`Solution.event_times` of a path without events."""
-    return jnp.zeros((0,), dtype=ts.dtype)
+def eventless_solution(
+    sol: diffrax.Solution,
+    solver: diffrax.AbstractSolver,
+    result: RESULTS,
+    ts: Float[Array, " t"],
+    q: Float[Array, "t coord"],
+    qd: Float[Array, "t dof"],
+    friction: Float[Array, "t m"],
+    slip_velocity: Float[Array, "t m"],
+    friction_state: Float[Array, "t z"],
+    force_state: Float[Array, "t c"],
+    modes: Real[Array, "t m"] | None = None,
+) -> Solution:
+    """The `Solution` of a path without events (one `diffeqsolve`, `sol`, by
+    `solver`): no `event_times`, the stats counted from `sol`'s steps and the
+    solver's stages, and `modes` ``sign(s)`` unless given (a smooth law has no
+    stick mode)."""
+    if modes is None:
+        modes = jnp.sign(slip_velocity)
+    return Solution(
+        ts=ts,
+        q=q,
+        qd=qd,
+        friction=friction,
+        slip_velocity=slip_velocity,
+        friction_state=friction_state,
+        force_state=force_state,
+        modes=modes.astype(jnp.int32),
+        event_times=jnp.zeros((0,), dtype=ts.dtype),
+        stats=solve_stats(sol.stats, count_vf_evals(solver, sol.stats["num_steps"])),
+        result=result,
+    )

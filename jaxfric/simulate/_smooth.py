@@ -31,11 +31,9 @@ from ._options import SimulateOptions
 from ._path import (
     AbstractPath,
     applied_force,
-    count_vf_evals,
+    eventless_solution,
     force_state0,
     friction_state0,
-    no_events,
-    solve_stats,
 )
 from ._solution import Solution
 from ._stick import free_acceleration
@@ -188,9 +186,8 @@ def _saved_outputs(
     layout: StateLayout,
     ts: Float[Array, " t"],
     ys: Float[Array, "t y"],
-) -> dict[str, Array]:
-    """The per-time `Solution` fields from states saved at `ts` (``modes`` is
-    ``sign(s)`` as int: smooth laws have no stick mode)."""
+) -> tuple[Array, ...]:
+    """``(q, q̇, f, s, z, x)`` at the states saved at `ts`."""
 
     def one(t, y):
         q, qd, z, x = layout.split(y)
@@ -199,16 +196,7 @@ def _saved_outputs(
         friction, _ = friction_fn(t, q, qd, applied, slip, z)
         return q, qd, friction, slip, z, x
 
-    q, qd, friction, slip, z, x = jax.vmap(one)(ts, ys)
-    return dict(
-        q=q,
-        qd=qd,
-        friction=friction,
-        slip_velocity=slip,
-        friction_state=z,
-        force_state=x,
-        modes=jnp.sign(slip).astype(jnp.int32),
-    )
+    return jax.vmap(one)(ts, ys)
 
 
 def _solve(
@@ -251,14 +239,7 @@ def _solve(
     result = name_load_coupling_failure(
         friction_fn.law, result, coupling_at, friction_fn, force, sol.ts[1], at_stop
     )
-    num_vf_evals = count_vf_evals(options.solver, sol.stats["num_steps"])
-    return Solution(
-        ts=ts,
-        event_times=no_events(ts),
-        stats=solve_stats(sol.stats, num_vf_evals),
-        result=result,
-        **fields,
-    )
+    return eventless_solution(sol, options.solver, result, ts, *fields)
 
 
 _ADAPTIVE_OPTIONS = frozenset(
