@@ -20,6 +20,7 @@ from scipy.integrate import solve_ivp
 
 import jaxfric as jf
 from jaxfric.simulate._common import finish
+from jaxfric.simulate._switch import _events_first
 
 # Stick position of the free oscillator vs the analytic value (Farhat asks 1e-9).
 STICK_TOL = 1e-9
@@ -704,3 +705,15 @@ def test_block_stuck_on_stuck_block_is_bit_still():
     q, qd = np.asarray(sol.q)[both], np.asarray(sol.qd)[both]
     assert np.all(q == q[-1])
     assert np.all(qd == 0.0)
+
+
+def test_event_times_come_first_in_order():
+    # The segments' event times (increasing, `inf` for segments without an
+    # event) moved to the front as `jnp.sort` would, one batch member per row.
+    rng = np.random.default_rng(0)
+    times = np.cumsum(rng.uniform(0.1, 1.0, (5, 12)), axis=1)
+    times[rng.uniform(size=times.shape) < 0.5] = np.inf
+    times[0] = np.inf  # no event at all
+    times[1] = np.sort(times[1])  # all events first already
+    moved = jax.vmap(_events_first)(jnp.asarray(times))
+    np.testing.assert_array_equal(moved, np.sort(times, axis=1))

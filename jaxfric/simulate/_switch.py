@@ -864,6 +864,17 @@ def _segment_result(solve_result, num_events, max_events) -> RESULTS:
     )
 
 
+def _events_first(event_times: Float[Array, " s"]) -> Float[Array, " s"]:
+    """The segments' event times, in order, then ``inf``: segments that ended
+    at a save time, or did not run, report ``inf``, and the events' times
+    increase. What ``jnp.sort`` gives, without its sort (a stable move of
+    the events to the front): XLA's sort of the ``(segments, batch)`` array
+    cost 5.5 of the 50 ms of `bench_saving.py`'s 101-save batch."""
+    event = event_times != jnp.inf
+    index = jnp.where(event, jnp.cumsum(event) - 1, event_times.shape[0])
+    return jnp.full_like(event_times, jnp.inf).at[index].set(event_times, mode="drop")
+
+
 def _solution(
     system, law, force, ts, final: _Carry, saved: tuple, event_times, num_vf_evals
 ):
@@ -1188,8 +1199,7 @@ class SwitchPath(AbstractPath):
         (final, saved), event_times = jax.lax.scan(
             body, (carry0, saved0), None, length=num_segments
         )
-        # Segments that ended at a save time report `inf`; event times increase.
-        event_times = jnp.sort(event_times)[: options.max_events]
+        event_times = _events_first(event_times)[: options.max_events]
         num_vf_evals = final.stats["num_vf_evals"] if per_step >= 0 else -1
         return _solution(
             system, law, force, ts, final, saved, event_times, num_vf_evals
