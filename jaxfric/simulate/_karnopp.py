@@ -182,12 +182,12 @@ class KarnoppPath(AbstractFixedStepPath):
             solver,
             fixed_step_result(system, sol, q, qd, f),
             ts,
-            q,
-            qd_kin,
-            f,
-            slip,
-            momentum_slip,
-            x,
+            q=q,
+            qd=qd_kin,
+            friction=f,
+            slip_velocity=slip,
+            friction_state=momentum_slip,
+            force_state=x,
             modes=jnp.where(band, 0, jnp.sign(momentum_slip)),
         )
 

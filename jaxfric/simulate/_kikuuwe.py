@@ -81,12 +81,12 @@ class KikuuwePath(AbstractFixedStepPath):
             options.solver,
             fixed_step_result(system, sol, q, qd, e),
             ts,
-            q,
-            qd,
-            f,
-            slip,
-            e,
-            x,
+            q=q,
+            qd=qd,
+            friction=f,
+            slip_velocity=slip,
+            friction_state=e,
+            force_state=x,
         )
 
 

@@ -212,7 +212,7 @@ def eventless_solution(
 ) -> Solution:
     """The `Solution` of a path without events (one `diffeqsolve`, `sol`, by
     `solver`): no `event_times`, the stats counted from `sol`'s steps and the
-    solver's stages, and `modes` ``sign(s)`` unless given (a smooth law has no
+    solver's stages, and `modes` ``sign(s)`` unless given (paths without a
     stick mode)."""
     if modes is None:
         modes = jnp.sign(slip_velocity)
