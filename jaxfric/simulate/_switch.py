@@ -627,6 +627,13 @@ def _segment_save_times(ts, chunk: int, t_start, t_stop):
     return first, jnp.minimum(jnp.where(source < num_t, seg_ts, t_stop), t_stop)
 
 
+def _segment_saves(seg: _Segment) -> Float[Array, " chunk"]:
+    """The save times `StepSaves` writes in a segment (its ``args``): one
+    function for every solve, so that the solver's static field is the same
+    object in every trace."""
+    return seg.save_ts
+
+
 def _marks(c: "_Carry") -> tuple:
     """What is saved besides the state: the modes, and the slip directions of
     vector elements."""
@@ -1047,7 +1054,7 @@ class SwitchPath(AbstractPath):
         # are few, else by diffrax's `SaveAt` (none with a stop at each).
         step_saves = 1 < chunk <= step_saves_limit(adjoint)
         if step_saves:
-            stepper = StepSaves(stepper, lambda s: s.save_ts)
+            stepper = StepSaves(stepper, _segment_saves)
 
         zero = jnp.array(0, dtype=jnp.int32)
         # Make every float carry depend on the inputs (no change in value) so that
