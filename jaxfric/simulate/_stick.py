@@ -439,6 +439,20 @@ def _at_modes(
 
     if not law.load_dependent:
         return solve, law, None
+    if split and not system.independent_friction_rows:
+        # The least-norm split of redundant stick forces depends on the
+        # levels: the whole solve is the coupling's map.
+        friction_of, then = (lambda law_at: solve(law_at)[0]), None
+    else:
+        # The stick solve is affine in the slip forces: the coupling applies
+        # it as a matrix, formed once, instead of solving at every Newton step.
+        def friction_of(law_at):
+            # Masked here: the matrix's zero columns would not hide a NaN.
+            return jnp.where(stuck, 0.0, law_at.slip_force(slip, direction))
+
+        def then(f_slip):
+            return solve_stick(system, q, qd, net, f_slip, stuck, parts, split=False)[0]
+
     coupling = solve_load_coupling(
         system,
         law,
@@ -447,9 +461,10 @@ def _at_modes(
         net + dynamics.bias,
         parts.acc_net,
         parts.minv_jt,
-        lambda law_at: solve(law_at)[0],
+        friction_of,
         dynamics,
         regularity,
+        then=then,
     )
     return solve, law, coupling
 
