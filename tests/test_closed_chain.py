@@ -532,3 +532,47 @@ def test_vmapped_simulation_calls_no_lapack(chain):
 
     hlo = jax.jit(jax.vmap(run)).lower(jnp.ones(4)).as_text()
     assert "while" in hlo and "lapack" not in hlo.lower()
+
+
+def test_load_coupling_with_the_stick_solve_as_a_matrix():
+    # Three pin-friction elements on the one-DoF four-bar (redundant rows).
+    # Without the split of redundant stick forces (`split=False`) the load
+    # coupling applies the stick solve as a matrix formed once; with it, on a
+    # closed chain, it solves inside every Newton step. With one element
+    # stuck there is no redundancy: both are the same solve. Either way the
+    # slipping elements' friction is μ_d·N at the reactions of the result.
+    # (Derivatives through the matrix form: the rotor's load-coupling test.)
+    from jaxfric.simulate._stick import STICK, friction_at_modes
+
+    chain = make_chain(("crank", "coupler", "rocker"))
+    law = jf.JointFriction(
+        0.4, 0.3, loads=(jf.RevoluteLoad(pin_radius=0.02, friction_arm=0.01),) * 3
+    )
+    q, applied = jnp.array([THETA0]), jnp.array([3.0])
+
+    @jax.jit
+    def both(qd, modes):
+        net = applied - chain.bias_force(q, qd)
+        affine = friction_at_modes(chain, law, q, qd, net, modes, False)
+        general = friction_at_modes(chain, law, q, qd, net, modes, True)
+        friction, acc, _ = affine
+        reactions = chain.joint_reactions(q, qd, acc, applied, friction)
+        direction = jnp.where(modes >= 0, 1.0, -1.0)
+        slip = chain.friction_jacobian(q) @ qd
+        expected = law.at_reactions(reactions).slip_force(slip, direction)
+        return affine[:2], general[:2], expected
+
+    moving = jnp.array([1.5])
+    cases = [
+        (jnp.zeros(1), jnp.array([STICK, 1, -1])),  # crank held, two at rest
+        (moving, jnp.sign(chain.friction_jacobian(q) @ moving).astype(int)),
+    ]
+    for qd, modes in cases:
+        (friction, acc), general, expected = both(qd, modes)
+        assert np.all(np.isfinite(friction)) and np.all(np.isfinite(acc))
+        np.testing.assert_allclose(friction, general[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(acc, general[1], rtol=1e-12)
+        slipping = np.asarray(modes != STICK)
+        np.testing.assert_allclose(
+            np.asarray(friction)[slipping], np.asarray(expected)[slipping], rtol=1e-13
+        )
