@@ -571,7 +571,7 @@ def test_load_coupling_with_the_stick_solve_as_a_matrix():
         (friction, acc), general, expected = both(qd, modes)
         assert np.all(np.isfinite(friction)) and np.all(np.isfinite(acc))
         np.testing.assert_allclose(friction, general[0], rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(acc, general[1], rtol=1e-12)
+        np.testing.assert_allclose(acc, general[1], rtol=1e-12, atol=1e-12)
         slipping = np.asarray(modes != STICK)
         np.testing.assert_allclose(
             np.asarray(friction)[slipping], np.asarray(expected)[slipping], rtol=1e-13

@@ -56,7 +56,8 @@ def solve_load_coupling(
     regularity: bool = False,
     then: Callable[[SlipVector], SlipVector] | None = None,
 ) -> LoadCoupling:
-    """The friction ``f`` with ``f = friction_of(law at the reactions of f)``.
+    """The friction ``f`` with ``f = F(f) = friction_of(law at the reactions
+    of f)``, or with `then`, ``F(f) = offset + matrix @ friction_of(...)``.
 
     The accelerations are ``q̈ = acc_net − M⁻¹Jᵀ f``, the reactions
     `AbstractSystem.joint_reactions` at them, the law's levels
@@ -79,7 +80,8 @@ def solve_load_coupling(
         acc_net: ``M⁻¹(τ − h)``, the accelerations without friction.
         minv_jt: ``M⁻¹Jᵀ``.
         friction_of: the friction of every element given the law at the loads
-            (e.g. a stick solve with fixed modes).
+            (e.g. a stick solve with fixed modes), or with `then` what `then`
+            maps to it (the slip forces, zero at stuck elements).
         dynamics: `system.dynamics(q, q̇)`, which the reactions reuse where
             they share work with it (a closed chain's closure solve).
         regularity: whether to compute `LoadCoupling.regularity` (another
