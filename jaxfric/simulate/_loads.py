@@ -122,20 +122,21 @@ def solve_load_coupling(
     def law_at(friction):
         return law.at_reactions(base._replace(wrench=base.wrench + slope @ friction))
 
-    if then is not None:
+    if then is None:
+        coupled = friction_of
+    else:
         # `then` is affine: its offset and matrix, at the cost of one solve
         # with ``m`` right-hand sides (3-PPRS, nine elements: each Newton step
         # 80 µs with the solve inside it, measured 2026-11-30).
         offset, then_linear = jax.linearize(then, like)
         matrix = jnp.moveaxis(jax.vmap(then_linear)(eye), 0, -1)
-        inner = friction_of
 
-        def friction_of(law_at):
-            return offset + matrix @ inner(law_at)
+        def coupled(law_at):
+            return offset + matrix @ friction_of(law_at)
 
     def excess(friction):
         """``f − F(f)``: zero at the coupling's solution."""
-        return friction - friction_of(law_at(friction))
+        return friction - coupled(law_at(friction))
 
     # The iteration's inputs (the arrays `excess` closes over) are held out
     # of differentiation, and `_at_root` gives its solution the implicit
